@@ -1,0 +1,34 @@
+package io.github.sparkkinesis
+
+import org.apache.spark.sql.types.StructType
+
+import scala.jdk.CollectionConverters._
+
+/** The one JVM entry point: Python's `KinesisWriter` calls `create` through py4j; Scala users too.
+  *
+  * {{{
+  * df.writeStream.foreach(KinesisWriter.create(Map("stream_name" -> "events").asJava, df.schema)).start()
+  * }}}
+  */
+object KinesisWriter {
+
+  /** Parses and validates options and the schema on the driver; every mistake is an
+    * `IllegalArgumentException` naming the option or column and the fix.
+    */
+  def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
+    val parsed = KinesisWriterOptions.parse(options)
+    new KinesisForeachWriter(parsed, RowConverter.forSchema(schema, parsed))
+  }
+
+  def create(options: Map[String, String], schema: StructType): KinesisForeachWriter = create(options.asJava, schema)
+
+  /** The writer's option names (Python's kwarg table is checked against this). */
+  def optionNames(): java.util.List[String] = KinesisWriterOptions.optionNames.asJava
+
+  /** Every KPL setting accepted as `kpl.<Name>`. */
+  def kplSettingNames(): java.util.List[String] = KplSettings.all.map(_.name).asJava
+
+  /** This JVM's live producers as `id,outstanding,backpressureCycles` lines (local-mode probe for tests). */
+  def producerSnapshot(): String =
+    ProducerPool.default.live.map(p => s"${p.id},${p.outstanding},${p.backpressureCycles.getCount}").mkString("\n")
+}

@@ -1,0 +1,232 @@
+package io.github.sparkkinesis
+
+import scala.collection.immutable.SortedMap
+import scala.jdk.CollectionConverters._
+
+/** How records without a `partitionKey` column get one. */
+sealed abstract class Partitioner(val name: String) extends Serializable
+object Partitioner {
+  /** A fresh random key per record: spreads load evenly over all shards. */
+  case object Random extends Partitioner("random")
+  /** One key per Spark partition: records of a partition land on one shard, in order. */
+  case object Fixed extends Partitioner("fixed")
+  val all: Seq[Partitioner] = Seq(Random, Fixed)
+}
+
+/** The KPL endpoint: always TLS, a bare host and a port. */
+final case class Endpoint(host: String, port: Int) {
+  override def toString: String = s"https://$host:$port"
+}
+
+/** The KPL-facing part of the options: two writers with equal configs share one KPL daemon. */
+final case class ProducerConfig(
+    region: Option[String],
+    endpoint: Option[Endpoint],
+    credentials: Credentials,
+    kpl: SortedMap[String, String]
+) {
+
+  /** The final KPL settings: writer defaults, then the user's, then region and endpoint. */
+  def kplSettings: Map[String, String] =
+    KplSettings.writerDefaults ++ kpl ++ region.map("Region" -> _) ++ endpoint.toSeq.flatMap { e =>
+      Seq("KinesisEndpoint" -> e.host, "KinesisPort" -> e.port.toString)
+    }
+
+  override def toString: String = {
+    val shownKpl = kpl.map { case (k, v) => if (KplSettings.byName.get(k).exists(_.secret)) k -> Redact.secret else k -> v }
+    s"ProducerConfig(region=${region.getOrElse("<default>")}, endpoint=${endpoint.getOrElse("<default>")}, " +
+      s"credentials=$credentials, kpl=${shownKpl.map { case (k, v) => s"$k=$v" }.mkString("{", ", ", "}")})"
+  }
+}
+
+/** All writer options, parsed once on the driver. Keys are the snake_case names Python uses. */
+final case class KinesisWriterOptions(
+    streamName: Option[String],
+    queueLimit: Int,
+    failOnError: Boolean,
+    partitioner: Option[Partitioner],
+    flushTimeoutMs: Long,
+    producerIdleTimeoutMs: Long,
+    producer: ProducerConfig
+) {
+
+  /** The largest record the KPL accepts with this config (its `MaxUserRecordSize`, default 1 MiB). */
+  def maxRecordBytes: Long = producer.kpl.get("MaxUserRecordSize").map(_.trim.toLong).getOrElse(1048576L)
+
+  override def toString: String =
+    s"KinesisWriterOptions(stream=${streamName.getOrElse("<per-row>")}, queueLimit=$queueLimit, " +
+      s"failOnError=$failOnError, partitioner=${partitioner.map(_.name).getOrElse("<column>")}, " +
+      s"flushTimeoutMs=$flushTimeoutMs, $producer)"
+}
+
+object KinesisWriterOptions {
+  // Option keys (Python kwargs use the same names).
+  val StreamName = "stream_name"
+  val Region = "region"
+  val EndpointKey = "endpoint"
+  val QueueLimit = "queue_limit"
+  val FailOnError = "fail_on_error"
+  val PartitionerKey = "partitioner"
+  val FlushTimeoutMs = "flush_timeout_ms"
+  val ProducerIdleTimeoutMs = "producer_idle_timeout_ms"
+  val AccessKeyId = "aws_access_key_id"
+  val SecretAccessKey = "aws_secret_access_key"
+  val SessionToken = "aws_session_token"
+  val ProfileName = "profile_name"
+  val RoleArn = "role_arn"
+  val RoleSessionName = "role_session_name"
+  val RoleExternalId = "role_external_id"
+  val StsEndpoint = "sts_endpoint"
+  /** KPL settings travel as `kpl.<ExactKplName>`; Python's `kpl={...}` dict becomes these keys. */
+  val KplPrefix = "kpl."
+
+  /** Bounded by default: an unbounded KPL queue is the bug this library exists to fix. At 100-byte
+    * records this is ~1 MB queued; see docs/configuration.md for sizing.
+    */
+  val DefaultQueueLimit = 10000
+  val DefaultFlushTimeoutMs = 300000L
+  val DefaultProducerIdleTimeoutMs = 60000L
+  val DefaultRoleSessionName = "spark-kinesis"
+
+  /** Keys whose values are secrets: never logged, printed or put in messages. */
+  val SecretKeys: Set[String] = Set(AccessKeyId, SecretAccessKey, SessionToken, RoleExternalId, KplPrefix + "ProxyPassword")
+
+  /** Every writer option with its type and default (the table Python and the docs are checked against). */
+  val table: Seq[(String, String, String)] = Seq(
+    (StreamName, "string", "none: required unless every row has a streamName column"),
+    (Region, "string", "SDK default region, required when no endpoint"),
+    (EndpointKey, "string", "the region's Kinesis endpoint"),
+    (QueueLimit, "int", DefaultQueueLimit.toString),
+    (FailOnError, "boolean", "true"),
+    (PartitionerKey, "string", "none: the partitionKey column is required"),
+    (FlushTimeoutMs, "long", DefaultFlushTimeoutMs.toString),
+    (ProducerIdleTimeoutMs, "long", DefaultProducerIdleTimeoutMs.toString),
+    (AccessKeyId, "string", "none: the default credentials chain"),
+    (SecretAccessKey, "string", "none"),
+    (SessionToken, "string", "none"),
+    (ProfileName, "string", "none"),
+    (RoleArn, "string", "none"),
+    (RoleSessionName, "string", DefaultRoleSessionName),
+    (RoleExternalId, "string", "none"),
+    (StsEndpoint, "string", "the region's STS endpoint")
+  )
+  val optionNames: Seq[String] = table.map(_._1)
+
+  def parse(options: java.util.Map[String, String]): KinesisWriterOptions = parse(options.asScala.toMap)
+
+  def parse(raw: Map[String, String]): KinesisWriterOptions = {
+    val (kplRaw, own) = raw.partition(_._1.startsWith(KplPrefix))
+    own.keys.toSeq.sorted.find(k => !optionNames.contains(k)).foreach { k =>
+      val hint = Suggest.closest(k, optionNames).map(s => s" Did you mean '$s'?").getOrElse("")
+      throw new IllegalArgumentException(
+        s"Unknown option '$k'.$hint Valid options: ${optionNames.mkString(", ")}, and KPL settings as kpl.<Name>."
+      )
+    }
+    def str(key: String): Option[String] = own.get(key).map(_.trim).filter(_.nonEmpty)
+    def positiveLong(key: String, default: Long): Long = str(key).map { v =>
+      val n = Parse.long(key, v)
+      if (n <= 0) throw Parse.bad(key, v, "a positive number of milliseconds")
+      n
+    }.getOrElse(default)
+
+    val queueLimit = str(QueueLimit).map { v =>
+      val n = Parse.int(QueueLimit, v)
+      if (n < 1) throw Parse.bad(QueueLimit, v, "at least 1 (records outstanding in the KPL per executor JVM)")
+      n
+    }.getOrElse(DefaultQueueLimit)
+
+    val kpl = SortedMap(kplRaw.map { case (k, v) => k.stripPrefix(KplPrefix) -> v }.toSeq: _*)
+    val endpoint = str(EndpointKey).map(parseEndpoint)
+    val region = str(Region)
+    if (endpoint.isDefined && (kpl.contains("KinesisEndpoint") || kpl.contains("KinesisPort")))
+      throw new IllegalArgumentException(
+        s"Options $EndpointKey and kpl.KinesisEndpoint/kpl.KinesisPort both set the endpoint: keep only '$EndpointKey'."
+      )
+    if (region.isDefined && kpl.contains("Region"))
+      throw new IllegalArgumentException(s"Options $Region and kpl.Region both set the region: keep only '$Region'.")
+    region.foreach { r =>
+      if (!RegionPattern.matches(r)) throw Parse.bad(Region, r, "an AWS region name such as us-east-1")
+    }
+
+    val producer = ProducerConfig(region, endpoint, parseCredentials(str), kpl)
+    KplSettings.validate(producer.kplSettings)
+
+    KinesisWriterOptions(
+      streamName = str(StreamName),
+      queueLimit = queueLimit,
+      failOnError = str(FailOnError).forall(Parse.bool(FailOnError, _)),
+      partitioner = str(PartitionerKey).map { v =>
+        Partitioner.all.find(_.name.equalsIgnoreCase(v)).getOrElse(
+          throw Parse.bad(PartitionerKey, v, Partitioner.all.map(_.name).mkString(" or "))
+        )
+      },
+      flushTimeoutMs = positiveLong(FlushTimeoutMs, DefaultFlushTimeoutMs),
+      producerIdleTimeoutMs = positiveLong(ProducerIdleTimeoutMs, DefaultProducerIdleTimeoutMs),
+      producer = producer
+    )
+  }
+
+  private val RegionPattern = "^[a-z]+-([a-z]+-)?[a-z]+-[0-9]$".r
+
+  private val HostPattern = "^[A-Za-z0-9.-]+$".r
+
+  /** Accepts `host`, `host:port` and `https://host[:port][/]`; the KPL wants a bare host and a port. */
+  def parseEndpoint(value: String): Endpoint = {
+    val v = value.trim
+    def fail(why: String) = new IllegalArgumentException(
+      s"Option $EndpointKey='$v' is invalid: $why. Use a host, host:port or https://host:port " +
+        "(the KPL always speaks TLS; against an emulator use its TLS port and kpl.VerifyCertificate=false)."
+    )
+    val rest =
+      if (v.regionMatches(true, 0, "https://", 0, 8)) v.substring(8)
+      else if (v.contains("://")) throw fail(s"scheme '${v.takeWhile(_ != ':')}' is not supported")
+      else v
+    val hostPort = rest.stripSuffix("/")
+    if (hostPort.contains("/") || hostPort.contains("?")) throw fail("it has a path")
+    val (host, port) = hostPort.lastIndexOf(':') match {
+      case -1 => (hostPort, 443)
+      case i =>
+        val p = hostPort.substring(i + 1).toIntOption.filter(p => p >= 1 && p <= 65535)
+        (hostPort.substring(0, i), p.getOrElse(throw fail("the port is not a number in 1..65535")))
+    }
+    if (host.isEmpty) throw fail("the host is empty")
+    if (host.contains("_")) throw fail("the KPL rejects underscores in host names (use an alias or IP)")
+    if (HostPattern.findFirstIn(host).isEmpty) throw fail("the host has characters other than letters, digits, '.' and '-'")
+    Endpoint(host, port)
+  }
+
+  private def parseCredentials(str: String => Option[String]): Credentials = {
+    val key = str(AccessKeyId)
+    val secret = str(SecretAccessKey)
+    val token = str(SessionToken)
+    val profile = str(ProfileName)
+    val role = str(RoleArn)
+    (key, secret) match {
+      case (Some(_), None) =>
+        throw new IllegalArgumentException(s"Option $AccessKeyId is set but $SecretAccessKey is not: set both, or neither.")
+      case (None, Some(_)) =>
+        throw new IllegalArgumentException(s"Option $SecretAccessKey is set but $AccessKeyId is not: set both, or neither.")
+      case _ =>
+    }
+    if (token.isDefined && key.isEmpty)
+      throw new IllegalArgumentException(s"Option $SessionToken needs $AccessKeyId and $SecretAccessKey.")
+    if (profile.isDefined && key.isDefined)
+      throw new IllegalArgumentException(s"Options $ProfileName and $AccessKeyId conflict: choose one credentials source.")
+    if (role.isEmpty) {
+      Seq(RoleSessionName, RoleExternalId, StsEndpoint).find(k => str(k).isDefined).foreach { k =>
+        throw new IllegalArgumentException(s"Option $k only applies to assume-role: set $RoleArn too, or remove $k.")
+      }
+    }
+    val base: Credentials = (key, secret) match {
+      case (Some(k), Some(s)) => Credentials.Static(k, s, token)
+      case _                  => profile.map(Credentials.Profile).getOrElse(Credentials.DefaultChain)
+    }
+    role match {
+      case Some(arn) =>
+        if (!arn.startsWith("arn:"))
+          throw new IllegalArgumentException(s"Option $RoleArn='$arn' is not an IAM role ARN (arn:aws:iam::<account>:role/<name>).")
+        Credentials.AssumeRole(arn, str(RoleSessionName).getOrElse(DefaultRoleSessionName), str(RoleExternalId), str(StsEndpoint), base)
+      case None => base
+    }
+  }
+}

@@ -1,0 +1,141 @@
+package io.github.sparkkinesis
+
+import software.amazon.kinesis.producer.KinesisProducerConfiguration
+
+/** Every settable `KinesisProducerConfiguration` property, by its exact KPL name.
+  *
+  * Explicit rather than reflective: `KinesisProducerConfiguration.fromProperties` warns and
+  * ignores unknown names (we reject them), accepts `Boolean.valueOf("yes") == false` (we
+  * reject it), and `getMethods()` would need the Glue schema-registry classes we exclude.
+  */
+private[sparkkinesis] object KplSettings {
+  type Kpc = KinesisProducerConfiguration
+
+  final case class Setting(name: String, kind: String, secret: Boolean, set: (Kpc, String) => Unit)
+
+  private def long(name: String)(f: (Kpc, Long) => Any): Setting =
+    Setting(name, "long", secret = false, (c, v) => f(c, Parse.long(s"kpl.$name", v)))
+  private def int(name: String)(f: (Kpc, Int) => Any): Setting =
+    Setting(name, "int", secret = false, (c, v) => f(c, Parse.int(s"kpl.$name", v)))
+  private def bool(name: String)(f: (Kpc, Boolean) => Any): Setting =
+    Setting(name, "boolean", secret = false, (c, v) => f(c, Parse.bool(s"kpl.$name", v)))
+  private def str(name: String, secret: Boolean = false)(f: (Kpc, String) => Any): Setting =
+    Setting(name, "string", secret, (c, v) => f(c, v.trim))
+
+  val all: Seq[Setting] = Seq(
+    bool("AggregationEnabled")(_.setAggregationEnabled(_)),
+    long("AggregationMaxCount")(_.setAggregationMaxCount(_)),
+    long("AggregationMaxSize")(_.setAggregationMaxSize(_)),
+    str("CaCertFile")(_.setCaCertFile(_)),
+    str("CaCertPath")(_.setCaCertPath(_)),
+    str("CloudwatchEndpoint")(_.setCloudwatchEndpoint(_)),
+    long("CloudwatchPort")(_.setCloudwatchPort(_)),
+    long("CollectionMaxCount")(_.setCollectionMaxCount(_)),
+    long("CollectionMaxSize")(_.setCollectionMaxSize(_)),
+    long("ConnectTimeout")(_.setConnectTimeout(_)),
+    long("CredentialsRefreshDelay")(_.setCredentialsRefreshDelay(_)),
+    long("DaemonHealthCheckTimeoutMs")(_.setDaemonHealthCheckTimeoutMs(_)),
+    bool("EnableCoreDumps")(_.setEnableCoreDumps(_)),
+    bool("EnableDaemonHealthCheck")(_.setEnableDaemonHealthCheck(_)),
+    bool("EnableOldestFutureTracker")(_.setEnableOldestFutureTracker(_)),
+    bool("FailIfThrottled")(_.setFailIfThrottled(_)),
+    str("KinesisEndpoint")(_.setKinesisEndpoint(_)),
+    long("KinesisPort")(_.setKinesisPort(_)),
+    str("LogLevel")(_.setLogLevel(_)),
+    long("MaxConnections")(_.setMaxConnections(_)),
+    long("MaxUserRecordSize")(_.setMaxUserRecordSize(_)),
+    str("MetricsGranularity")(_.setMetricsGranularity(_)),
+    str("MetricsLevel")(_.setMetricsLevel(_)),
+    str("MetricsNamespace")(_.setMetricsNamespace(_)),
+    long("MetricsUploadDelay")(_.setMetricsUploadDelay(_)),
+    long("MinConnections")(_.setMinConnections(_)),
+    str("NativeExecutable")(_.setNativeExecutable(_)),
+    str("ProxyHost")(_.setProxyHost(_)),
+    str("ProxyPassword", secret = true)(_.setProxyPassword(_)),
+    long("ProxyPort")(_.setProxyPort(_)),
+    str("ProxyUserName")(_.setProxyUserName(_)),
+    long("RateLimit")(_.setRateLimit(_)),
+    long("RecordMaxBufferedTime")(_.setRecordMaxBufferedTime(_)),
+    long("RecordTtl")(_.setRecordTtl(_)),
+    str("Region")(_.setRegion(_)),
+    long("RequestTimeout")(_.setRequestTimeout(_)),
+    bool("ReturnUserRecordOnFailure")(_.setReturnUserRecordOnFailure(_)),
+    str("TempDirectory")(_.setTempDirectory(_)),
+    str("ThreadingModel")((c, v) => c.setThreadingModel(Parse.oneOf("kpl.ThreadingModel", v, Seq("PER_REQUEST", "POOLED")))),
+    int("ThreadPoolSize")(_.setThreadPoolSize(_)),
+    long("UserRecordTimeoutInMillis")(_.setUserRecordTimeoutInMillis(_)),
+    bool("VerifyCertificate")(_.setVerifyCertificate(_))
+  )
+
+  val byName: Map[String, Setting] = all.map(s => s.name -> s).toMap
+
+  /** Defaults the writer applies only where the user set none. Spark's metrics replace the
+    * KPL's CloudWatch upload, which otherwise needs `cloudwatch:PutMetricData` and costs money.
+    */
+  val writerDefaults: Map[String, String] = Map("MetricsLevel" -> "none")
+
+  /** Rejects unknown names (suggesting the closest) and values the KPL itself would refuse. */
+  def validate(settings: Map[String, String]): Unit = applyTo(new KinesisProducerConfiguration(), settings)
+
+  def applyTo(config: Kpc, settings: Map[String, String]): Kpc = {
+    settings.toSeq.sortBy(_._1).foreach { case (name, value) =>
+      val setting = byName.getOrElse(name, throw unknown(name))
+      try setting.set(config, value)
+      catch {
+        case e: IllegalArgumentException if !e.getMessage.startsWith("Option ") =>
+          val shown = if (setting.secret) "<redacted>" else s"'$value'"
+          throw new IllegalArgumentException(
+            s"Option kpl.$name=$shown is rejected by the KPL: ${e.getMessage}. " +
+              "Fix the value (see KinesisProducerConfiguration's documented range)."
+          )
+      }
+    }
+    config
+  }
+
+  private def unknown(name: String): IllegalArgumentException = {
+    val hint = Suggest.closest(name, byName.keys).map(s => s" Did you mean '$s'?").getOrElse("")
+    new IllegalArgumentException(
+      s"Option kpl.$name is not a KPL setting.$hint KPL settings use their exact " +
+        s"KinesisProducerConfiguration names: ${all.map(_.name).mkString(", ")}."
+    )
+  }
+}
+
+/** Strict value parsing shared by writer and KPL options: errors name the option and the fix. */
+private[sparkkinesis] object Parse {
+  def long(option: String, v: String): Long =
+    v.trim.toLongOption.getOrElse(throw bad(option, v, "a whole number"))
+
+  def int(option: String, v: String): Int =
+    v.trim.toIntOption.getOrElse(throw bad(option, v, "a whole number within 32-bit range"))
+
+  def bool(option: String, v: String): Boolean = v.trim.toLowerCase(java.util.Locale.ROOT) match {
+    case "true"  => true
+    case "false" => false
+    case _       => throw bad(option, v, "true or false")
+  }
+
+  def oneOf(option: String, v: String, allowed: Seq[String]): String =
+    allowed.find(_.equalsIgnoreCase(v.trim)).getOrElse(throw bad(option, v, allowed.mkString(" or ")))
+
+  def bad(option: String, v: String, expected: String): IllegalArgumentException =
+    new IllegalArgumentException(s"Option $option='$v' is invalid: expected $expected.")
+}
+
+private[sparkkinesis] object Suggest {
+  def closest(word: String, candidates: Iterable[String]): Option[String] = {
+    val w = word.toLowerCase(java.util.Locale.ROOT)
+    val scored = candidates.map(c => c -> distance(w, c.toLowerCase(java.util.Locale.ROOT)))
+    scored.filter(_._2 <= math.max(2, w.length / 4)).toSeq.sortBy(_._2).headOption.map(_._1)
+  }
+
+  private def distance(a: String, b: String): Int = {
+    val d = Array.tabulate(a.length + 1, b.length + 1)((i, j) => if (i == 0) j else if (j == 0) i else 0)
+    for (i <- 1 to a.length; j <- 1 to b.length) {
+      val cost = if (a(i - 1) == b(j - 1)) 0 else 1
+      d(i)(j) = math.min(math.min(d(i - 1)(j) + 1, d(i)(j - 1) + 1), d(i - 1)(j - 1) + cost)
+    }
+    d(a.length)(b.length)
+  }
+}

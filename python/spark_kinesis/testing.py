@@ -1,0 +1,234 @@
+"""Embedded Kinesis for tests, demos and benchmarks: kinesis-mock (npm ``kinesis-local``) on loopback.
+
+kinesis-mock is the engine inside LocalStack. It serves TLS (for the KPL, which always speaks TLS)
+and plain HTTP (for boto3 and the readiness probe) at once. Nothing here talks to anything but
+127.0.0.1.
+
+``boto3`` and ``aws-kinesis-agg`` are needed only by the read-back helpers.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional
+
+__all__ = ["KinesisMock", "UserRecord", "read_stream", "free_port", "find_kinesis_mock"]
+
+#: Static fake credentials; kinesis-mock checks that a SigV4 header exists, not its signature.
+FAKE_ACCESS_KEY_ID = "AKIAEMULATOR00000000"
+FAKE_SECRET_ACCESS_KEY = "emulator-secret-not-a-real-key"
+REGION = "us-east-1"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def find_kinesis_mock() -> Path:
+    """Locate kinesis-mock's ``main.js``: ``$KINESIS_MOCK_MAIN``, else the repo's pinned install."""
+    env = os.environ.get("KINESIS_MOCK_MAIN")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidates.append(parent / "tools" / "emulator" / "node_modules" / "kinesis-local" / "main.js")
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise FileNotFoundError(
+        "kinesis-mock not found: run `make emulator` (npm install in tools/emulator) "
+        "or set KINESIS_MOCK_MAIN to node_modules/kinesis-local/main.js"
+    )
+
+
+class KinesisMock:
+    """A kinesis-mock process on free loopback ports.
+
+    >>> with KinesisMock(streams={"events": 4}) as km:
+    ...     writer = KinesisWriter(stream_name="events", **km.writer_options())
+    """
+
+    def __init__(
+        self,
+        streams: Optional[Mapping[str, int]] = None,
+        main_js: Optional[os.PathLike[str] | str] = None,
+        startup_timeout_s: float = 60.0,
+    ) -> None:
+        self.main_js = Path(main_js) if main_js else find_kinesis_mock()
+        self.streams = dict(streams or {})
+        self.startup_timeout_s = startup_timeout_s
+        self.tls_port = 0
+        self.plain_port = 0
+        self._proc: Optional[subprocess.Popen[bytes]] = None
+        self._log_path: Optional[Path] = None
+        self._client: Any = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> "KinesisMock":
+        node = shutil.which("node")
+        if node is None:
+            raise RuntimeError("node is not on PATH; kinesis-mock needs Node.js >= 18")
+        self.tls_port, self.plain_port = free_port(), free_port()
+        while self.plain_port == self.tls_port:
+            self.plain_port = free_port()
+        env = dict(os.environ)
+        env.update(
+            KINESIS_MOCK_CERT_PATH=str(self.main_js.parent / "server.json"),
+            KINESIS_MOCK_TLS_PORT=str(self.tls_port),
+            KINESIS_MOCK_PLAIN_PORT=str(self.plain_port),
+            CREATE_STREAM_DURATION="0ms",
+            DELETE_STREAM_DURATION="0ms",
+            UPDATE_SHARD_COUNT_DURATION="0ms",
+            SHARD_LIMIT="200",
+            LOG_LEVEL="WARN",
+            AWS_REGION=REGION,
+        )
+        if self.streams:
+            env["INITIALIZE_STREAMS"] = ",".join(f"{n}:{s}" for n, s in self.streams.items())
+        fd, log = tempfile.mkstemp(prefix="kinesis-mock-", suffix=".log")
+        self._log_path = Path(log)
+        self._proc = subprocess.Popen(
+            [node, str(self.main_js)], env=env, stdout=fd, stderr=subprocess.STDOUT, cwd=tempfile.gettempdir()
+        )
+        os.close(fd)
+        deadline = time.monotonic() + self.startup_timeout_s
+        url = f"http://127.0.0.1:{self.plain_port}/healthcheck"
+        while True:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"kinesis-mock exited with {self._proc.returncode}: {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"kinesis-mock not ready after {self.startup_timeout_s}s: {self.log_tail()}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=10)
+        self._proc = None
+
+    def __enter__(self) -> "KinesisMock":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def log_tail(self, n: int = 4000) -> str:
+        if self._log_path is None or not self._log_path.exists():
+            return ""
+        return self._log_path.read_text(errors="replace")[-n:]
+
+    # -- configuration for clients -----------------------------------------------------------
+    @property
+    def tls_endpoint(self) -> str:
+        return f"https://127.0.0.1:{self.tls_port}"
+
+    def writer_options(self, **kpl: Any) -> Dict[str, Any]:
+        """Keyword arguments for ``KinesisWriter`` that point the KPL at this emulator.
+
+        The emulator is slow (about 1-2 MB/s, seconds per full PutRecords), so requests get a
+        generous timeout; ``kpl`` entries override or extend the KPL settings.
+        """
+        settings: Dict[str, Any] = {
+            "VerifyCertificate": False,
+            "MetricsLevel": "none",
+            "RequestTimeout": 60000,
+            "RecordTtl": 120000,
+            "CollectionMaxSize": 1048576,
+            "LogLevel": "warning",
+        }
+        settings.update(kpl)
+        return {
+            "endpoint": self.tls_endpoint,
+            "region": REGION,
+            "aws_access_key_id": FAKE_ACCESS_KEY_ID,
+            "aws_secret_access_key": FAKE_SECRET_ACCESS_KEY,
+            "kpl": settings,
+        }
+
+    def client(self) -> Any:
+        """A boto3 Kinesis client on the plain-HTTP port."""
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            self._client = boto3.client(
+                "kinesis",
+                endpoint_url=f"http://127.0.0.1:{self.plain_port}",
+                region_name=REGION,
+                aws_access_key_id=FAKE_ACCESS_KEY_ID,
+                aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
+                config=Config(retries={"max_attempts": 10, "mode": "standard"}, read_timeout=120),
+            )
+        return self._client
+
+    def create_stream(self, name: str, shards: int, timeout_s: float = 30.0) -> None:
+        c = self.client()
+        c.create_stream(StreamName=name, ShardCount=shards)
+        deadline = time.monotonic() + timeout_s
+        while c.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamStatus"] != "ACTIVE":
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"stream {name} not ACTIVE after {timeout_s}s")
+            time.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class UserRecord:
+    """One user record as read back: KPL aggregates are split into their user records."""
+
+    partition_key: str
+    data: bytes
+    shard_id: str
+    explicit_hash_key: Optional[str]
+    aggregated: bool
+
+
+def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[Dict[str, Any]]:
+    it = client.get_shard_iterator(StreamName=stream, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
+        "ShardIterator"
+    ]
+    empty = 0
+    while it and empty < idle_polls:
+        resp = client.get_records(ShardIterator=it, Limit=10000)
+        recs = resp["Records"]
+        yield from recs
+        empty = 0 if recs else empty + 1
+        it = resp.get("NextShardIterator")
+
+
+def read_stream(client: Any, stream: str, idle_polls: int = 2) -> List[UserRecord]:
+    """Read every record of every shard from TRIM_HORIZON and deaggregate with ``aws-kinesis-agg``."""
+    from aws_kinesis_agg.deaggregator import iter_deaggregate_records
+
+    out: List[UserRecord] = []
+    shards = client.list_shards(StreamName=stream)["Shards"]
+    for shard in shards:
+        sid = shard["ShardId"]
+        raw = list(_iter_shard(client, stream, sid, idle_polls))
+        for r in iter_deaggregate_records(raw, data_format="Boto3"):
+            k = r["kinesis"]
+            agg = bool(k.get("aggregated"))
+            # aws-kinesis-agg re-encodes sub-record data as base64; pass-through records stay raw.
+            data = base64.b64decode(k["data"]) if agg else k["data"]
+            out.append(UserRecord(k["partitionKey"], bytes(data), sid, k.get("explicitHashKey"), agg))
+    return out
