@@ -2,18 +2,26 @@
 // Cross-build against another Spark with -Dspark.version=4.x.y (Scala follows Spark's).
 
 val sparkVersion = sys.props.getOrElse("spark.version", "4.0.1")
+// One version source: the Python package's _version.py (PEP 440 ".devN" = Maven "-SNAPSHOT").
+val projectVersion = {
+  val src = IO.read(file("python/spark_kinesis/_version.py"))
+  val v = "__version__ = \"([^\"]+)\"".r.findFirstMatchIn(src).map(_.group(1)).getOrElse(sys.error("no __version__"))
+  v.replaceAll("\\.dev\\d*$", "-SNAPSHOT")
+}
 val kplVersion = "1.0.7"
+val gsrVersion = "1.1.24" // the version KPL 1.0.7 declares
 
 ThisBuild / organization := "io.github.spark-kinesis"
-ThisBuild / version := "0.1.0-SNAPSHOT"
+ThisBuild / version := projectVersion
 ThisBuild / scalaVersion := "2.13.16"
 ThisBuild / licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0"))
 ThisBuild / homepage := Some(url("https://github.com/spark-kinesis/spark-kinesis"))
 
-// The KPL POM drags the Glue schema-registry serde (Kafka, Kotlin, a Scala 2.12 library, Avro,
-// wire, ...). The writer never sends GSR schemas, so none of it is needed; a test proves the KPL
-// still loads and delivers without it. The SDK's async Netty client is likewise unused (STS calls
-// go through the sync Apache client) and would clash with Spark's Netty.
+// The KPL POM drags the Glue schema-registry serde and its tree (Kafka, Kotlin, a Scala 2.12
+// library, Avro, wire, ...). The writer never sends GSR schemas, so that tree is excluded; only
+// the two GSR jars whose types the KPL's constructor links against come along, without their
+// dependencies (e2e tests prove the KPL starts and delivers). The SDK's async Netty client is
+// unused too (STS goes through the sync Apache client) and would clash with Spark's Netty.
 val kplExclusions = Seq(
   ExclusionRule("software.amazon.glue"),
   ExclusionRule("software.amazon.awssdk", "netty-nio-client"),
@@ -33,6 +41,8 @@ lazy val sparkKinesis = (project in file("jvm"))
     libraryDependencies ++= Seq(
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
       ("software.amazon.kinesis" % "amazon-kinesis-producer" % kplVersion).excludeAll(kplExclusions: _*),
+      ("software.amazon.glue" % "schema-registry-serde" % gsrVersion).intransitive(),
+      ("software.amazon.glue" % "schema-registry-common" % gsrVersion).intransitive(),
       "org.scalatest" %% "scalatest" % "3.2.19" % Test
     ),
     Test / fork := true,
@@ -52,14 +62,18 @@ lazy val sparkKinesis = (project in file("jvm"))
       ShadeRule.rename("org.apache.http.**" -> "io.github.sparkkinesis.shaded.http.@1").inAll,
       ShadeRule.rename("org.apache.commons.codec.**" -> "io.github.sparkkinesis.shaded.commons.codec.@1").inAll,
       ShadeRule.rename("org.apache.commons.logging.**" -> "io.github.sparkkinesis.shaded.commons.logging.@1").inAll,
-      ShadeRule.rename("org.reactivestreams.**" -> "io.github.sparkkinesis.shaded.reactivestreams.@1").inAll
+      ShadeRule.rename("org.reactivestreams.**" -> "io.github.sparkkinesis.shaded.reactivestreams.@1").inAll,
+      ShadeRule.rename("com.amazonaws.services.schemaregistry.**" -> "io.github.sparkkinesis.shaded.gsr.@1").inAll
     ),
     assembly / assemblyExcludedJars := {
       val cp = (assembly / fullClasspath).value
-      cp.filter(f => f.data.getName.startsWith("slf4j-") || f.data.getName.startsWith("log4j-"))
+      // Spark provides logging; annotation-only jars are dead weight at run time.
+      val unwanted = Seq("slf4j-", "log4j-", "checker-qual", "error_prone_annotations", "j2objc-annotations", "jsr305")
+      cp.filter(f => unwanted.exists(f.data.getName.startsWith))
     },
     assembly / assemblyMergeStrategy := {
-      case PathList("META-INF", "versions", _, "module-info.class") => MergeStrategy.discard
+      // Multi-release variants escape relocation; the manifest that would enable them is dropped anyway.
+      case PathList("META-INF", "versions", _ @_*) => MergeStrategy.discard
       case "module-info.class" => MergeStrategy.discard
       case PathList("META-INF", "io.netty.versions.properties") => MergeStrategy.discard
       case PathList("META-INF", xs @ _*) if xs.lastOption.exists(n => n.endsWith(".SF") || n.endsWith(".DSA") || n.endsWith(".RSA")) =>

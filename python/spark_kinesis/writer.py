@@ -1,0 +1,224 @@
+"""``KinesisWriter``: keyword arguments checked in Python, the writer built in the JVM."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Tuple, Type, Union
+
+from spark_kinesis._jar import JVM_ENTRY_POINT, MAVEN_COORDINATES
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+KplValue = Union[str, int, bool]
+
+#: Writer options: name -> (accepted Python types, check returning an error or None).
+#: The JVM's KinesisWriterOptions.optionNames is the source of truth; a test checks they agree.
+_POSITIVE = ("a positive int", lambda v: v > 0)
+_OPTIONS: Dict[str, Tuple[Tuple[Type[Any], ...], Optional[Tuple[str, Callable[[Any], bool]]]]] = {
+    "stream_name": ((str,), ("a non-empty string", lambda v: bool(v.strip()))),
+    "region": ((str,), None),
+    "endpoint": ((str,), None),
+    "queue_limit": ((int,), ("an int >= 1 (records outstanding in the KPL per executor)", lambda v: v >= 1)),
+    "fail_on_error": ((bool,), None),
+    "partitioner": ((str,), ("'random' or 'fixed'", lambda v: v in ("random", "fixed"))),
+    "flush_timeout_ms": ((int,), _POSITIVE),
+    "producer_idle_timeout_ms": ((int,), _POSITIVE),
+    "aws_access_key_id": ((str,), None),
+    "aws_secret_access_key": ((str,), None),
+    "aws_session_token": ((str,), None),
+    "profile_name": ((str,), None),
+    "role_arn": ((str,), None),
+    "role_session_name": ((str,), None),
+    "role_external_id": ((str,), None),
+    "sts_endpoint": ((str,), None),
+}
+_SECRETS = frozenset({"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "role_external_id"})
+_SECRET_KPL = frozenset({"ProxyPassword"})
+_REDACTED = "<redacted>"
+
+
+def _check(name: str, value: Any) -> None:
+    types, rule = _OPTIONS[name]
+    # bool is an int subclass: queue_limit=True is a mistake, not 1.
+    if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+        shown = _REDACTED if name in _SECRETS else repr(value)
+        raise TypeError(f"{name} must be {types[0].__name__}, got {type(value).__name__} {shown}")
+    if rule is not None and not rule[1](value):
+        raise ValueError(f"{name} must be {rule[0]}, got {value!r}")
+
+
+class KinesisWriter:
+    """Writes each row of a streaming DataFrame to Kinesis through the KPL.
+
+    Use it with ``df.writeStream.foreach(KinesisWriter(...))`` after ``import spark_kinesis``.
+    Columns: ``data`` (binary or string, required), ``partitionKey`` (string; or set
+    ``partitioner``), optional ``explicitHashKey`` and ``streamName``.
+
+    Every option is checked here and again, with the schema, in the JVM before the query starts.
+    KPL settings go in ``kpl`` under their exact ``KinesisProducerConfiguration`` names.
+    """
+
+    def __init__(
+        self,
+        stream_name: Optional[str] = None,
+        *,
+        region: Optional[str] = None,
+        endpoint: Optional[str] = None,
+        queue_limit: Optional[int] = None,
+        fail_on_error: Optional[bool] = None,
+        partitioner: Optional[str] = None,
+        flush_timeout_ms: Optional[int] = None,
+        producer_idle_timeout_ms: Optional[int] = None,
+        aws_access_key_id: Optional[str] = None,
+        aws_secret_access_key: Optional[str] = None,
+        aws_session_token: Optional[str] = None,
+        profile_name: Optional[str] = None,
+        role_arn: Optional[str] = None,
+        role_session_name: Optional[str] = None,
+        role_external_id: Optional[str] = None,
+        sts_endpoint: Optional[str] = None,
+        kpl: Optional[Mapping[str, KplValue]] = None,
+        **unknown: Any,
+    ) -> None:
+        if unknown:
+            names = ", ".join(sorted(unknown))
+            raise TypeError(
+                f"KinesisWriter got unknown argument(s) {names}. Valid: {', '.join(_OPTIONS)}, kpl. "
+                "KPL settings go in kpl={'RecordMaxBufferedTime': 100, ...}."
+            )
+        given = dict(
+            stream_name=stream_name,
+            region=region,
+            endpoint=endpoint,
+            queue_limit=queue_limit,
+            fail_on_error=fail_on_error,
+            partitioner=partitioner,
+            flush_timeout_ms=flush_timeout_ms,
+            producer_idle_timeout_ms=producer_idle_timeout_ms,
+            aws_access_key_id=aws_access_key_id,
+            aws_secret_access_key=aws_secret_access_key,
+            aws_session_token=aws_session_token,
+            profile_name=profile_name,
+            role_arn=role_arn,
+            role_session_name=role_session_name,
+            role_external_id=role_external_id,
+            sts_endpoint=sts_endpoint,
+        )
+        self._options: Dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        for name, value in self._options.items():
+            _check(name, value)
+        self._kpl: Dict[str, KplValue] = {}
+        if kpl is not None:
+            if not isinstance(kpl, Mapping):
+                raise TypeError(f"kpl must be a dict of KPL setting name -> value, got {type(kpl).__name__}")
+            for key, value in kpl.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"kpl keys must be KPL setting names (str), got {key!r}")
+                if not isinstance(value, (str, int, bool)) or isinstance(value, float):
+                    raise TypeError(f"kpl['{key}'] must be str, int or bool, got {type(value).__name__}")
+                self._kpl[key] = value
+
+    # -- JVM side ------------------------------------------------------------------------------
+    def _java_options(self) -> Dict[str, str]:
+        def text(v: KplValue) -> str:
+            return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+        out = {k: text(v) for k, v in self._options.items()}
+        out.update({f"kpl.{k}": text(v) for k, v in self._kpl.items()})
+        return out
+
+    def _to_java(self, spark: "SparkSession", jschema: Any) -> Any:
+        """Build the JVM ``KinesisForeachWriter``; option and schema errors become ``ValueError``."""
+        from py4j.java_gateway import JavaClass
+        from py4j.protocol import Py4JJavaError
+
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        entry = jvm
+        for part in JVM_ENTRY_POINT.split("."):
+            entry = getattr(entry, part)
+        if not isinstance(entry, JavaClass):
+            raise RuntimeError(
+                f"{JVM_ENTRY_POINT} is not on the Spark JVM classpath. Create the session with "
+                "spark_kinesis.configure(SparkSession.builder).getOrCreate() (before any session exists), "
+                f"or start Spark with --packages {MAVEN_COORDINATES} (or --jars spark_kinesis.jar_path())."
+            )
+        jmap = jvm.java.util.HashMap()
+        for k, v in self._java_options().items():
+            jmap.put(k, v)
+        try:
+            return entry.create(jmap, jschema)
+        except Py4JJavaError as e:
+            jexc = e.java_exception
+            if jexc.getClass().getName() == "java.lang.IllegalArgumentException":
+                raise ValueError(str(jexc.getMessage())) from None
+            raise
+
+    # -- Python niceties -----------------------------------------------------------------------
+    def __repr__(self) -> str:
+        parts = [f"{k}={_REDACTED if k in _SECRETS else repr(v)}" for k, v in self._options.items()]
+        if self._kpl:
+            kpl = {k: (_REDACTED if k in _SECRET_KPL else v) for k, v in self._kpl.items()}
+            parts.append(f"kpl={kpl!r}")
+        return f"KinesisWriter({', '.join(parts)})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        # Never pickle secrets into a Python worker by accident (foreach without the patch).
+        raise TypeError(
+            "KinesisWriter runs in the JVM and cannot be pickled: use df.writeStream.foreach(KinesisWriter(...)) "
+            "after `import spark_kinesis` (a classic, non-Connect session)."
+        )
+
+
+# -- DataStreamWriter.foreach ----------------------------------------------------------------------
+_originals: Dict[type, Any] = {}
+
+
+def _classic_foreach(self: Any, f: Any) -> Any:
+    if isinstance(f, KinesisWriter):
+        self._jwrite.foreach(f._to_java(self._spark, self._df._jdf.schema()))
+        return self
+    return _originals[_classic_class()](self, f)
+
+
+def _connect_foreach(self: Any, f: Any) -> Any:
+    if isinstance(f, KinesisWriter):
+        raise NotImplementedError(
+            "KinesisWriter does not support Spark Connect sessions yet: the writer lives in the JVM, which a "
+            "Connect client cannot reach. Use a classic session (SparkSession.builder.master(...), not .remote(...))."
+        )
+    return _originals[_connect_class_or_none()](self, f)  # type: ignore[index]
+
+
+def _classic_class() -> type:
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    return DataStreamWriter
+
+
+def _connect_class_or_none() -> Optional[type]:
+    import importlib.util
+
+    # Connect needs its extras; without them its import calls sys.exit (pyspark 4.3), so look first.
+    if any(importlib.util.find_spec(m) is None for m in ("pandas", "pyarrow", "grpc")):
+        return None
+    try:
+        from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
+    except (Exception, SystemExit):
+        return None
+    return DataStreamWriter
+
+
+def install() -> None:
+    """Let ``DataStreamWriter.foreach`` accept a ``KinesisWriter``; other arguments are untouched."""
+    try:
+        classic = _classic_class()
+    except ImportError:  # pyspark not installed: nothing to patch yet
+        return
+    for cls, patched in ((classic, _classic_foreach), (_connect_class_or_none(), _connect_foreach)):
+        if cls is None or cls.foreach is patched:
+            continue
+        _originals[cls] = cls.foreach
+        patched.__doc__ = cls.foreach.__doc__
+        cls.foreach = patched
