@@ -1,0 +1,95 @@
+package io.github.sparkkinesis
+
+import org.scalatest.funsuite.AnyFunSuite
+
+class OptionsSuite extends AnyFunSuite {
+  import TestWriters.base
+
+  private def parse(extra: (String, String)*): KinesisWriterOptions = KinesisWriterOptions.parse(base ++ extra)
+  private def rejected(extra: (String, String)*): String =
+    intercept[IllegalArgumentException](KinesisWriterOptions.parse(base ++ extra)).getMessage
+
+  test("defaults: bounded queue, fail on error, KPL CloudWatch upload off") {
+    val o = parse()
+    assert(o.queueLimit == KinesisWriterOptions.DefaultQueueLimit)
+    assert(o.queueLimit < Int.MaxValue)
+    assert(o.failOnError)
+    assert(o.producer.kplSettings("MetricsLevel") == "none")
+    assert(o.producer.kplSettings("Region") == "us-east-1")
+  }
+
+  test("a user's KPL setting wins over the writer's default") {
+    assert(parse("kpl.MetricsLevel" -> "summary").producer.kplSettings("MetricsLevel") == "summary")
+  }
+
+  test("endpoint forms are normalised to the KPL's bare host and port") {
+    assert(KinesisWriterOptions.parseEndpoint("https://127.0.0.1:4567") == Endpoint("127.0.0.1", 4567))
+    assert(KinesisWriterOptions.parseEndpoint("https://kinesis.us-east-1.amazonaws.com/") == Endpoint("kinesis.us-east-1.amazonaws.com", 443))
+    assert(KinesisWriterOptions.parseEndpoint("localhost:4567") == Endpoint("localhost", 4567))
+    assert(KinesisWriterOptions.parseEndpoint("localhost") == Endpoint("localhost", 443))
+    val s = parse("endpoint" -> "https://localhost:4567").producer.kplSettings
+    assert(s("KinesisEndpoint") == "localhost" && s("KinesisPort") == "4567")
+  }
+
+  private val badInputs: Seq[(Seq[(String, String)], Seq[String])] = Seq(
+    Seq("stream_nme" -> "x") -> Seq("Unknown option 'stream_nme'", "Did you mean 'stream_name'"),
+    Seq("kpl.RecordMaxBuferedTime" -> "100") -> Seq("kpl.RecordMaxBuferedTime is not a KPL setting", "Did you mean 'RecordMaxBufferedTime'"),
+    Seq("queue_limit" -> "0") -> Seq("queue_limit='0'", "at least 1"),
+    Seq("queue_limit" -> "ten") -> Seq("queue_limit='ten'", "whole number"),
+    Seq("fail_on_error" -> "yes") -> Seq("fail_on_error='yes'", "true or false"),
+    Seq("flush_timeout_ms" -> "-5") -> Seq("flush_timeout_ms='-5'", "positive"),
+    Seq("partitioner" -> "hash") -> Seq("partitioner='hash'", "random or fixed"),
+    Seq("kpl.RecordTtl" -> "10") -> Seq("kpl.RecordTtl='10' is rejected by the KPL"),
+    Seq("kpl.MaxConnections" -> "0") -> Seq("kpl.MaxConnections='0' is rejected by the KPL"),
+    Seq("kpl.MaxConnections" -> "1000") -> Seq("kpl.MaxConnections='1000' is rejected by the KPL"),
+    Seq("kpl.AggregationEnabled" -> "yes") -> Seq("kpl.AggregationEnabled='yes'", "true or false"),
+    Seq("kpl.ThreadingModel" -> "THREADS") -> Seq("kpl.ThreadingModel='THREADS'", "PER_REQUEST or POOLED"),
+    Seq("endpoint" -> "http://localhost:4567") -> Seq("scheme 'http' is not supported", "always speaks TLS"),
+    Seq("endpoint" -> "kinesis_mock:4567") -> Seq("underscores"),
+    Seq("endpoint" -> "localhost:99999") -> Seq("port"),
+    Seq("endpoint" -> "https://h:1/path") -> Seq("path"),
+    Seq("endpoint" -> "https://h:1", "kpl.KinesisPort" -> "2") -> Seq("keep only 'endpoint'"),
+    Seq("kpl.Region" -> "us-west-2") -> Seq("keep only 'region'"),
+    Seq("region" -> "US East") -> Seq("region='US East'", "us-east-1"),
+    Seq("aws_access_key_id" -> "AKIA") -> Seq("aws_secret_access_key is not"),
+    Seq("aws_secret_access_key" -> "x") -> Seq("aws_access_key_id is not"),
+    Seq("aws_session_token" -> "t") -> Seq("aws_session_token needs"),
+    Seq("role_session_name" -> "n") -> Seq("only applies to assume-role", "role_arn"),
+    Seq("role_arn" -> "my-role") -> Seq("not an IAM role ARN"),
+    Seq("profile_name" -> "p", "aws_access_key_id" -> "k", "aws_secret_access_key" -> "s") -> Seq("conflict")
+  )
+
+  badInputs.foreach { case (opts, expected) =>
+    test(s"rejects ${opts.map { case (k, v) => s"$k=$v" }.mkString(", ")}") {
+      val msg = rejected(opts: _*)
+      expected.foreach(e => assert(msg.contains(e), s"'$msg' should contain '$e'"))
+    }
+  }
+
+  test("a secret in a bad KPL value is not echoed") {
+    // ProxyPassword has no range check, so use a guaranteed failure path: an unknown secret-looking name
+    val msg = rejected("kpl.ProxyPasword" -> "hunter2")
+    assert(!msg.contains("hunter2"))
+  }
+
+  test("credentials sources") {
+    assert(parse().producer.credentials == Credentials.DefaultChain)
+    assert(parse("profile_name" -> "dev").producer.credentials == Credentials.Profile("dev"))
+    val role = parse("role_arn" -> "arn:aws:iam::123456789012:role/w", "role_external_id" -> "ext").producer.credentials
+    assert(role.isInstanceOf[Credentials.AssumeRole])
+    assert(!role.toString.contains("ext)") && role.toString.contains("<redacted>"))
+  }
+
+  test("every KPL setting is accepted by its exact name with a valid value") {
+    val valid = Map("long" -> "1000", "int" -> "4", "boolean" -> "true", "string" -> "")
+    val special = Map(
+      "ThreadingModel" -> "POOLED", "LogLevel" -> "info", "MetricsLevel" -> "none", "MetricsGranularity" -> "shard",
+      "MetricsNamespace" -> "ns", "Region" -> "us-east-1", "KinesisEndpoint" -> "localhost", "CloudwatchEndpoint" -> "localhost",
+      "CollectionMaxSize" -> "1048576", "MaxConnections" -> "4", "MinConnections" -> "1", "DaemonHealthCheckTimeoutMs" -> "30000",
+      "CollectionMaxCount" -> "500", "MaxUserRecordSize" -> "1048576"
+    )
+    KplSettings.all.foreach { s =>
+      KplSettings.validate(Map(s.name -> special.getOrElse(s.name, valid(s.kind))))
+    }
+  }
+}

@@ -1,0 +1,65 @@
+package io.github.sparkkinesis
+
+import org.scalatest.funsuite.AnyFunSuite
+
+class PoolSuite extends AnyFunSuite {
+  private val cfgA = TestWriters.options(Map.empty).producer
+  private val cfgB = TestWriters.options(Map("kpl.RecordTtl" -> "60000")).producer
+
+  test("one producer per distinct config, reference-counted") {
+    val f = new FakePool
+    val a1 = f.pool.acquire(cfgA, 1000)
+    val a2 = f.pool.acquire(cfgA, 1000)
+    val b = f.pool.acquire(cfgB, 1000)
+    assert(a1 eq a2)
+    assert(a1 ne b)
+    assert(a1.refs == 2 && f.created.size == 2)
+  }
+
+  test("idle producers close after their timeout, not before, and not while in use") {
+    val f = new FakePool
+    val p = f.pool.acquire(cfgA, 1000)
+    f.nowMs = 10
+    f.pool.release(p)
+    f.nowMs = 1009
+    f.pool.evictIdle()
+    assert(!f.last.destroyed)
+    f.nowMs = 1010
+    f.pool.evictIdle()
+    assert(f.last.destroyed)
+    assert(f.pool.live.isEmpty)
+    val again = f.pool.acquire(cfgA, 1000)
+    assert(again ne p, "a closed producer is never handed out again")
+    f.nowMs = 1_000_000
+    f.pool.evictIdle()
+    assert(!f.last.destroyed, "in use: never evicted")
+  }
+
+  test("a broken producer is never handed out; it closes when its last user leaves") {
+    val f = new FakePool
+    val p = f.pool.acquire(cfgA, 1000)
+    val dead = f.last
+    p.markBroken()
+    val fresh = f.pool.acquire(cfgA, 1000)
+    assert(fresh ne p)
+    assert(!dead.destroyed, "still referenced by its task")
+    f.pool.release(p)
+    assert(dead.destroyed)
+    assert(f.pool.live == Seq(fresh))
+  }
+
+  test("closeAll destroys every producer") {
+    val f = new FakePool
+    f.pool.acquire(cfgA, 1000)
+    f.pool.acquire(cfgB, 1000)
+    f.pool.closeAll()
+    assert(f.created.toArray.forall(_.asInstanceOf[FakeProducer].destroyed))
+  }
+
+  test("pool keys never print secrets") {
+    val cfg = TestWriters.options(Map("aws_access_key_id" -> "AKIAXXXXSECRET", "aws_secret_access_key" -> "s3cr3t",
+      "aws_session_token" -> "tok3n", "kpl.ProxyPassword" -> "pr0xy")).producer
+    val s = cfg.toString
+    Seq("AKIAXXXXSECRET", "s3cr3t", "tok3n", "pr0xy").foreach(secret => assert(!s.contains(secret), s))
+  }
+}
