@@ -35,14 +35,17 @@ lazy val root = (project in file("."))
 lazy val sparkKinesis = (project in file("jvm"))
   .settings(
     name := "spark-kinesis",
+    autoScalaLibrary := false,
     moduleName := "spark-kinesis",
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17", "-Xlint:-unused,_"),
     javacOptions ++= Seq("--release", "17"),
     libraryDependencies ++= Seq(
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
       ("software.amazon.kinesis" % "amazon-kinesis-producer" % kplVersion).excludeAll(kplExclusions: _*),
-      ("software.amazon.glue" % "schema-registry-serde" % gsrVersion).intransitive(),
-      ("software.amazon.glue" % "schema-registry-common" % gsrVersion).intransitive(),
+      ("software.amazon.glue" % "schema-registry-serde" % gsrVersion).excludeAll(ExclusionRule("*", "*")),
+      ("software.amazon.glue" % "schema-registry-common" % gsrVersion).excludeAll(ExclusionRule("*", "*")),
+      // Spark brings Scala; the POM must not put a second scala-library on --packages classpaths.
+      "org.scala-lang" % "scala-library" % scalaVersion.value % Provided,
       "org.scalatest" %% "scalatest" % "3.2.19" % Test
     ),
     Test / fork := true,

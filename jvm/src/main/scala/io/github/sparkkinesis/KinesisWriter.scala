@@ -28,6 +28,9 @@ object KinesisWriter {
   /** Every KPL setting accepted as `kpl.<Name>`. */
   def kplSettingNames(): java.util.List[String] = KplSettings.all.map(_.name).asJava
 
+  /** Where this class was loaded from: which jar a session is really running. */
+  def jarLocation(): String = String.valueOf(getClass.getProtectionDomain.getCodeSource.getLocation)
+
   /** This JVM's live producers as `id,outstanding,backpressureCycles` lines (local-mode probe for tests). */
   def producerSnapshot(): String =
     ProducerPool.default.live.map(p => s"${p.id},${p.outstanding},${p.backpressureCycles.getCount}").mkString("\n")

@@ -1,0 +1,107 @@
+"""Shared fixtures: one embedded Kinesis and one local Spark session for the whole run.
+
+The Spark session gets the freshly built assembly jar (``make test`` builds it and copies it into
+the Python package). Tests talk to loopback only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import spark_kinesis  # noqa: E402  (installs the foreach hook)
+from spark_kinesis.testing import KinesisMock  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: runs real Spark + KPL + embedded Kinesis")
+    config.addinivalue_line("markers", "install: builds and installs artifacts (wheel, --packages)")
+
+
+def assembly_jar() -> str:
+    jar = os.environ.get("SPARK_KINESIS_JAR") or spark_kinesis.jar_path()
+    built = sorted((ROOT / "jvm" / "target" / "scala-2.13").glob("spark-kinesis-assembly_*.jar"))
+    if built and Path(jar).stat().st_mtime < built[-1].stat().st_mtime - 1:
+        pytest.exit(f"the bundled jar {jar} is older than {built[-1]}: run `make jar`", returncode=3)
+    return jar
+
+
+def _docker_available() -> bool:
+    try:
+        import docker  # type: ignore[import-not-found]
+
+        docker.from_env().ping()
+        return True
+    except Exception:
+        return False
+
+
+class LocalStackKinesis(KinesisMock):  # pragma: no cover - only where a Docker daemon answers
+    """The same tests on LocalStack through Testcontainers (KINESIS_TEST_BACKEND=localstack)."""
+
+    def start(self) -> "LocalStackKinesis":
+        from testcontainers.localstack import LocalStackContainer  # type: ignore[import-not-found]
+
+        self._container = LocalStackContainer().with_services("kinesis").with_bind_ports(4566, None)
+        self._container.start()
+        port = int(self._container.get_exposed_port(4566))
+        self.tls_port = self.plain_port = port
+        for name, shards in self.streams.items():
+            self.create_stream(name, shards)
+        return self
+
+    def stop(self) -> None:
+        self._container.stop()
+
+
+@pytest.fixture(scope="session")
+def kinesis() -> Iterator[KinesisMock]:
+    backend = os.environ.get("KINESIS_TEST_BACKEND", "kinesis-mock")
+    if backend == "localstack":
+        if not _docker_available():
+            pytest.skip("KINESIS_TEST_BACKEND=localstack needs a Docker daemon; none answers here")
+        km: KinesisMock = LocalStackKinesis()
+    else:
+        km = KinesisMock()
+    km.start()
+    try:
+        yield km
+    finally:
+        km.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("spark-kinesis-tests")
+        .config("spark.jars", assembly_jar())
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+    )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def stream(kinesis: KinesisMock, request: pytest.FixtureRequest) -> str:
+    """A fresh 4-shard stream per test (kinesis-mock slows down as shards fill)."""
+    name = f"t-{request.node.name[:40].replace('[', '-').replace(']', '')}-{uuid.uuid4().hex[:6]}".replace("_", "-")
+    kinesis.create_stream(name, 4)
+    return name
