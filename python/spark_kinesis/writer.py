@@ -131,6 +131,7 @@ class KinesisWriter:
         """Build the JVM ``KinesisForeachWriter``; option and schema errors become ``ValueError``."""
         from py4j.java_gateway import JavaClass
         from py4j.protocol import Py4JJavaError
+        from pyspark.errors import IllegalArgumentException as SparkIllegalArgument
 
         jvm = spark._jvm  # type: ignore[attr-defined]
         entry = jvm
@@ -147,10 +148,11 @@ class KinesisWriter:
             jmap.put(k, v)
         try:
             return entry.create(jmap, jschema)
+        except SparkIllegalArgument as e:  # pyspark's py4j hook converts the JVM's IllegalArgumentException
+            raise ValueError(getattr(e, "_desc", None) or str(e)) from None
         except Py4JJavaError as e:
-            jexc = e.java_exception
-            if jexc.getClass().getName() == "java.lang.IllegalArgumentException":
-                raise ValueError(str(jexc.getMessage())) from None
+            if e.java_exception.getClass().getName() == "java.lang.IllegalArgumentException":
+                raise ValueError(str(e.java_exception.getMessage())) from None
             raise
 
     # -- Python niceties -----------------------------------------------------------------------

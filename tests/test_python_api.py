@@ -1,0 +1,104 @@
+"""The Python facade: kwargs checked by name, secrets redacted, one option table shared with the JVM."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from spark_kinesis import KinesisWriter, configure
+from spark_kinesis.writer import _OPTIONS
+
+SECRETS = {
+    "aws_access_key_id": "AKIAPYTESTSECRET0001",
+    "aws_secret_access_key": "py/secret+key/value",
+    "aws_session_token": "py-session-token-value",
+    "role_external_id": "py-external-id-value",
+}
+
+
+def test_unknown_kwarg_lists_valid_ones():
+    with pytest.raises(TypeError, match=r"unknown argument\(s\) stream.*Valid: stream_name, region"):
+        KinesisWriter(stream="x")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, pattern",
+    [
+        ({"queue_limit": "10"}, TypeError, r"queue_limit must be int, got str"),
+        ({"queue_limit": True}, TypeError, r"queue_limit must be int, got bool"),
+        ({"queue_limit": 0}, ValueError, r"queue_limit must be an int >= 1"),
+        ({"fail_on_error": "false"}, TypeError, r"fail_on_error must be bool"),
+        ({"partitioner": "hash"}, ValueError, r"partitioner must be 'random' or 'fixed'"),
+        ({"flush_timeout_ms": -1}, ValueError, r"flush_timeout_ms must be a positive int"),
+        ({"stream_name": " "}, ValueError, r"stream_name must be a non-empty string"),
+        ({"kpl": {"RecordTtl": 1.5}}, TypeError, r"kpl\['RecordTtl'\] must be str, int or bool"),
+        ({"kpl": [("RecordTtl", 1)]}, TypeError, r"kpl must be a dict"),
+        ({"aws_secret_access_key": 123}, TypeError, r"aws_secret_access_key must be str, got int <redacted>"),
+    ],
+)
+def test_bad_kwargs_name_the_argument(kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        KinesisWriter(**kwargs)
+
+
+def test_repr_redacts_secrets():
+    w = KinesisWriter(stream_name="events", role_arn="arn:aws:iam::1:role/r", kpl={"ProxyPassword": "pw-value"}, **SECRETS)
+    for text in (repr(w), str(w)):
+        for secret in [*SECRETS.values(), "pw-value"]:
+            assert secret not in text
+        assert "stream_name='events'" in text and "<redacted>" in text
+
+
+def test_writer_refuses_to_be_pickled():
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(KinesisWriter(stream_name="s", **SECRETS))
+
+
+def test_java_options_serialise_values():
+    w = KinesisWriter(stream_name="s", queue_limit=7, fail_on_error=False, kpl={"AggregationEnabled": False, "RecordTtl": 100})
+    assert w._java_options() == {
+        "stream_name": "s",
+        "queue_limit": "7",
+        "fail_on_error": "false",
+        "kpl.AggregationEnabled": "false",
+        "kpl.RecordTtl": "100",
+    }
+
+
+def test_configure_appends_to_existing_jars():
+    from pyspark.sql import SparkSession
+
+    b = SparkSession.builder.config("spark.jars", "/opt/other.jar")
+    try:
+        configure(b)
+        jars = b._options["spark.jars"].split(",")
+        assert jars[0] == "/opt/other.jar" and jars[1].endswith(".jar") and "spark-kinesis-assembly" in jars[1]
+        configure(b)
+        assert len(b._options["spark.jars"].split(",")) == 2, "idempotent"
+    finally:
+        b._options.pop("spark.jars", None)
+
+
+def test_configure_rejects_non_builders():
+    with pytest.raises(TypeError, match="SparkSession.builder"):
+        configure(object())
+
+
+@pytest.mark.e2e
+def test_python_and_jvm_option_tables_agree(spark):
+    entry = spark._jvm.io.github.sparkkinesis.KinesisWriter
+    assert list(entry.optionNames()) == list(_OPTIONS)
+
+
+@pytest.mark.e2e
+def test_jvm_writer_plan_string_has_no_secrets(spark, kinesis):
+    from pyspark.sql import functions as F
+
+    df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
+    df = df.select(F.col("value").cast("string").alias("data"), F.lit("k").alias("partitionKey"))
+    w = KinesisWriter(stream_name="s", region="us-east-1", role_arn="arn:aws:iam::1:role/r", **SECRETS)
+    jwriter = w._to_java(spark, df._jdf.schema())
+    text = str(jwriter.toString()) + str(jwriter.options().toString())
+    assert "KinesisWriter(s" in text
+    for secret in SECRETS.values():
+        assert secret not in text
