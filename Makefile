@@ -37,7 +37,7 @@ $(KINESIS_MOCK_MAIN): tools/emulator/package.json tools/emulator/package-lock.js
 
 # The assembly goes into the Python package (the wheel carries it); the thin jar + POM into M2_REPO.
 define bundle_jar
-	rm -f python/spark_kinesis/jars/*.jar
+	mkdir -p python/spark_kinesis/jars && rm -f python/spark_kinesis/jars/*.jar
 	cp jvm/target/scala-2.13/spark-kinesis-assembly_*.jar python/spark_kinesis/jars/
 	touch $(JAR_STAMP)
 endef
@@ -68,7 +68,7 @@ lint: venv
 	$(SBT) scalafmtCheckAll scalafmtSbtCheck </dev/null
 	$(VENV)/bin/ruff check python tests tools
 	$(VENV)/bin/ruff format --check python tests tools
-	$(VENV)/bin/mypy python/spark_kinesis
+	$(VENV)/bin/mypy --config-file python/pyproject.toml python/spark_kinesis
 
 fmt: venv
 	$(SBT) scalafmtAll scalafmtSbt </dev/null

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import spark_kinesis  # noqa: E402  (installs the foreach hook)
-from spark_kinesis.testing import KinesisMock  # noqa: E402
+import spark_kinesis
+from spark_kinesis.testing import KinesisMock
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,7 +48,7 @@ def _docker_available() -> bool:
 class LocalStackKinesis(KinesisMock):  # pragma: no cover - only where a Docker daemon answers
     """The same tests on LocalStack through Testcontainers (KINESIS_TEST_BACKEND=localstack)."""
 
-    def start(self) -> "LocalStackKinesis":
+    def start(self) -> LocalStackKinesis:
         from testcontainers.localstack import LocalStackContainer  # type: ignore[import-not-found]
 
         self._container = LocalStackContainer().with_services("kinesis").with_bind_ports(4566, None)
@@ -80,7 +80,13 @@ def kinesis() -> Iterator[KinesisMock]:
 
 
 @pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
+def metrics_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the session's CsvSink writes every metrics source once a second."""
+    return tmp_path_factory.mktemp("metrics")
+
+
+@pytest.fixture(scope="session")
+def spark(metrics_dir: Path):  # type: ignore[no-untyped-def]
     from pyspark.sql import SparkSession
 
     builder = (
@@ -92,6 +98,10 @@ def spark():  # type: ignore[no-untyped-def]
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .config("spark.metrics.conf.*.sink.csv.class", "org.apache.spark.metrics.sink.CsvSink")
+        .config("spark.metrics.conf.*.sink.csv.period", "1")
+        .config("spark.metrics.conf.*.sink.csv.unit", "seconds")
+        .config("spark.metrics.conf.*.sink.csv.directory", str(metrics_dir))
     )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -6,9 +6,10 @@ import base64
 import hashlib
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable
 
 from spark_kinesis.testing import UserRecord
 
@@ -23,7 +24,7 @@ def id_of(data: bytes) -> int:
     return int(data.split(b":", 1)[0])
 
 
-def write_input(directory: Path, rows: Iterable[Dict[str, Any]], files: int = 4) -> None:
+def write_input(directory: Path, rows: Iterable[dict[str, Any]], files: int = 4) -> None:
     """JSON-lines input split over `files` files (each file becomes one micro-batch)."""
     rows = list(rows)
     directory.mkdir(parents=True, exist_ok=True)
@@ -33,12 +34,16 @@ def write_input(directory: Path, rows: Iterable[Dict[str, Any]], files: int = 4)
                 fh.write(json.dumps(r) + "\n")
 
 
-def rows_for(ids: Iterable[int], key: Callable[[int], str] = lambda i: f"user-{i % 97}") -> List[Dict[str, Any]]:
+def rows_for(ids: Iterable[int], key: Callable[[int], str] = lambda i: f"user-{i % 97}") -> list[dict[str, Any]]:
     return [{"id": i, "pk": key(i), "b64": base64.b64encode(payload(i)).decode()} for i in ids]
 
 
 def run_available_now(
-    spark: Any, source_dir: Path, checkpoint: Path, writer: Any, select: Optional[Callable[[Any], Any]] = None,
+    spark: Any,
+    source_dir: Path,
+    checkpoint: Path,
+    writer: Any,
+    select: Callable[[Any], Any] | None = None,
     timeout_s: float = 600,
 ) -> Any:
     """Stream every input file once (availableNow) through `writer`; returns the finished query."""
@@ -65,14 +70,14 @@ def run_available_now(
 class Delivery:
     sent: int
     delivered: int
-    missing: List[int]
+    missing: list[int]
     duplicates: int
-    by_id: Dict[int, UserRecord]
+    by_id: dict[int, UserRecord]
 
 
-def account(expected_ids: Iterable[int], records: List[UserRecord]) -> Delivery:
+def account(expected_ids: Iterable[int], records: list[UserRecord]) -> Delivery:
     expected = set(expected_ids)
-    by_id: Dict[int, UserRecord] = {}
+    by_id: dict[int, UserRecord] = {}
     dups = 0
     for r in records:
         i = id_of(r.data)
@@ -90,7 +95,7 @@ def wait_for(cond: Callable[[], bool], timeout_s: float, what: str, step_s: floa
         time.sleep(step_s)
 
 
-def shard_ranges(client: Any, stream: str) -> List[Tuple[str, int, int]]:
+def shard_ranges(client: Any, stream: str) -> list[tuple[str, int, int]]:
     shards = client.list_shards(StreamName=stream)["Shards"]
     return [
         (s["ShardId"], int(s["HashKeyRange"]["StartingHashKey"]), int(s["HashKeyRange"]["EndingHashKey"]))

@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 import sys
 
+import spark_kinesis
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-
-import spark_kinesis
 from spark_kinesis import KinesisWriter
 
 

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from helpers import account, rows_for, run_available_now, write_input
+from helpers import account, rows_for, run_available_now, wait_for, write_input
 from spark_kinesis import KinesisWriter
 from spark_kinesis.testing import read_stream
 
@@ -23,13 +23,14 @@ def _snapshot(spark):
 
 
 @pytest.mark.e2e
-def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path):
+def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path, metrics_dir):
     n = 2_000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
     # Aggregation off: every user record is its own Kinesis record, which the emulator takes at
     # well under 1,000/s, so Spark produces far faster than Kinesis accepts.
     writer = KinesisWriter(
-        stream_name=stream, queue_limit=QUEUE_LIMIT,
+        stream_name=stream,
+        queue_limit=QUEUE_LIMIT,
         **kinesis.writer_options(AggregationEnabled=False, RecordMaxBufferedTime=50),
     )
     _, cycles_before = _snapshot(spark)
@@ -56,3 +57,16 @@ def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path
     assert cycles_after - cycles_before > 0, "the writer must have blocked"
     d = account(range(n), read_stream(kinesis.client(), stream))
     assert d.missing == [], f"{len(d.missing)} missing"
+
+    # The same counter reaches Spark's metrics system: the session's CsvSink writes the source
+    # kinesisProducer.<id> with both seed metrics.
+    def csv_max(metric: str) -> int:
+        best = -1
+        for f in metrics_dir.glob(f"*.kinesisProducer.*.{metric}.csv"):
+            rows = f.read_text().splitlines()[1:]
+            best = max([best, *(int(float(r.split(",")[1])) for r in rows if r)])
+        return best
+
+    wait_for(lambda: csv_max("backpressureCycles") > 0, 30, "backpressureCycles > 0 in the CsvSink")
+    assert csv_max("outstandingRecordsCount") >= 0
+    print(f"backpressure: max_outstanding={max(samples)} limit={QUEUE_LIMIT} cycles={cycles_after - cycles_before}")

@@ -24,11 +24,17 @@ N = 500
 def _run_probe(cmd: list[str], cfg: dict, env: dict, cwd: Path) -> dict:
     proc = subprocess.run(
         [*cmd, str(ROOT / "tests" / "install_probe.py"), json.dumps(cfg)],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=900,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]
-    assert proc.returncode == 0 and lines, f"probe failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-    result = json.loads(lines[-1][len("PROBE "):])
+    assert proc.returncode == 0 and lines, (
+        f"probe failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    )
+    result = json.loads(lines[-1][len("PROBE ") :])
     assert result["exception"] is None, result["exception"]
     return result
 
@@ -48,20 +54,34 @@ def _clean_env() -> dict:
 @pytest.mark.install
 def test_wheel_in_a_fresh_venv_uses_its_own_jar(kinesis, stream, tmp_path):
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT / "python")],
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT / "python")],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     wheel = next(dist.glob("spark_kinesis-*.whl"))
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
-    pyspark_version = subprocess.run([sys.executable, "-c", "import pyspark; print(pyspark.__version__)"],
-                                     check=True, capture_output=True, text=True).stdout.strip()
-    subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel), f"pyspark=={pyspark_version}"],
-                   check=True, capture_output=True, timeout=900)
+    pyspark_version = subprocess.run(
+        [sys.executable, "-c", "import pyspark; print(pyspark.__version__)"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", str(wheel), f"pyspark=={pyspark_version}"],
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
 
     write_input(tmp_path / "in", rows_for(range(N)), files=2)
-    cfg = {"input": str(tmp_path / "in"), "checkpoint": str(tmp_path / "ckpt"), "stream": stream,
-           "writer_options": kinesis.writer_options(), "configure": True}
+    cfg = {
+        "input": str(tmp_path / "in"),
+        "checkpoint": str(tmp_path / "ckpt"),
+        "stream": stream,
+        "writer_options": kinesis.writer_options(),
+        "configure": True,
+    }
     result = _run_probe([str(py)], cfg, _clean_env(), cwd=tmp_path)
     site = str(venv)
     assert result["module"].startswith(site), result
@@ -86,8 +106,13 @@ def test_spark_submit_packages_resolves_thin_jar_and_kpl(kinesis, stream, tmp_pa
     assert (repo / "io/github/spark-kinesis/spark-kinesis_2.13" / mvn_version).is_dir(), f"run `make jar` ({repo})"
 
     write_input(tmp_path / "in", rows_for(range(N)), files=2)
-    cfg = {"input": str(tmp_path / "in"), "checkpoint": str(tmp_path / "ckpt"), "stream": stream,
-           "writer_options": kinesis.writer_options(), "configure": False}
+    cfg = {
+        "input": str(tmp_path / "in"),
+        "checkpoint": str(tmp_path / "ckpt"),
+        "stream": stream,
+        "writer_options": kinesis.writer_options(),
+        "configure": False,
+    }
     spark_submit = Path(sys.executable).parent / "spark-submit"
     repos = ",".join([repo.as_uri(), *_maven_mirror()])
     env = _clean_env()
@@ -95,12 +120,23 @@ def test_spark_submit_packages_resolves_thin_jar_and_kpl(kinesis, stream, tmp_pa
     env["PYTHONPATH"] = str(ROOT / "python")
     env["PYSPARK_PYTHON"] = sys.executable
     ivy = ROOT / ".cache" / "ivy-spark"
-    cmd = [str(spark_submit), "--master", "local[2]", "--packages", coords, "--repositories", repos,
-           "--conf", f"spark.jars.ivy={ivy}"]
+    cmd = [
+        str(spark_submit),
+        "--master",
+        "local[2]",
+        "--packages",
+        coords,
+        "--repositories",
+        repos,
+        "--conf",
+        f"spark.jars.ivy={ivy}",
+    ]
     result = _run_probe(cmd, cfg, env, cwd=tmp_path)
     assert "spark-kinesis_2.13" in result["jvm_jar"] and "assembly" not in result["jvm_jar"], result
     jars = {p.name for p in (ivy / "jars").glob("*.jar")}
     assert any(j.startswith("software.amazon.kinesis_amazon-kinesis-producer-1.0.7") for j in jars), sorted(jars)
-    leaked = sorted(j for j in jars if re.match(r"(org.scala-lang|org.apache.kafka|org.jetbrains.kotlin|org.apache.avro)", j))
+    leaked = sorted(
+        j for j in jars if re.match(r"(org.scala-lang|org.apache.kafka|org.jetbrains.kotlin|org.apache.avro)", j)
+    )
     assert leaked == [], f"--packages pulled in what the POM should exclude: {leaked}"
     _check_delivery(kinesis, stream)

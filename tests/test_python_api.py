@@ -42,7 +42,9 @@ def test_bad_kwargs_name_the_argument(kwargs, error, pattern):
 
 
 def test_repr_redacts_secrets():
-    w = KinesisWriter(stream_name="events", role_arn="arn:aws:iam::1:role/r", kpl={"ProxyPassword": "pw-value"}, **SECRETS)
+    w = KinesisWriter(
+        stream_name="events", role_arn="arn:aws:iam::1:role/r", kpl={"ProxyPassword": "pw-value"}, **SECRETS
+    )
     for text in (repr(w), str(w)):
         for secret in [*SECRETS.values(), "pw-value"]:
             assert secret not in text
@@ -55,7 +57,9 @@ def test_writer_refuses_to_be_pickled():
 
 
 def test_java_options_serialise_values():
-    w = KinesisWriter(stream_name="s", queue_limit=7, fail_on_error=False, kpl={"AggregationEnabled": False, "RecordTtl": 100})
+    w = KinesisWriter(
+        stream_name="s", queue_limit=7, fail_on_error=False, kpl={"AggregationEnabled": False, "RecordTtl": 100}
+    )
     assert w._java_options() == {
         "stream_name": "s",
         "queue_limit": "7",
@@ -80,7 +84,7 @@ def test_configure_appends_to_existing_jars():
 
 
 def test_configure_rejects_non_builders():
-    with pytest.raises(TypeError, match="SparkSession.builder"):
+    with pytest.raises(TypeError, match=r"SparkSession\.builder"):
         configure(object())
 
 
@@ -102,3 +106,14 @@ def test_jvm_writer_plan_string_has_no_secrets(spark, kinesis):
     assert "KinesisWriter(s" in text
     for secret in SECRETS.values():
         assert secret not in text
+
+
+@pytest.mark.e2e
+def test_every_option_is_documented(spark):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    entry = spark._jvm.io.github.sparkkinesis.KinesisWriter
+    missing = [f"`{n}`" for n in entry.optionNames() if f"`{n}`" not in doc]
+    missing += [n for n in entry.kplSettingNames() if n not in doc]
+    assert missing == [], f"docs/configuration.md lacks {missing}"

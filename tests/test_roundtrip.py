@@ -17,7 +17,9 @@ N = 10_000
 def test_round_trip_record_by_record(spark, kinesis, stream, tmp_path, aggregation):
     ids = range(N)
     write_input(tmp_path / "in", rows_for(ids, key=lambda i: f"user-{i % 97}-ключ"))
-    writer = KinesisWriter(stream_name=stream, queue_limit=5_000, **kinesis.writer_options(AggregationEnabled=aggregation))
+    writer = KinesisWriter(
+        stream_name=stream, queue_limit=5_000, **kinesis.writer_options(AggregationEnabled=aggregation)
+    )
     run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
 
     records = read_stream(kinesis.client(), stream)
@@ -47,7 +49,10 @@ def test_explicit_hash_key_lands_on_its_shard(spark, kinesis, stream, tmp_path):
     write_input(tmp_path / "in", rows, files=2)
     writer = KinesisWriter(stream_name=stream, **kinesis.writer_options())
     run_available_now(
-        spark, tmp_path / "in", tmp_path / "ckpt", writer,
+        spark,
+        tmp_path / "in",
+        tmp_path / "ckpt",
+        writer,
         select=lambda df: df.select(
             F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"), F.col("ehk").alias("explicitHashKey")
         ),
@@ -70,7 +75,10 @@ def test_stream_name_column_routes_rows(spark, kinesis, tmp_path):
     # No stream_name: every row names its stream.
     writer = KinesisWriter(**kinesis.writer_options())
     run_available_now(
-        spark, tmp_path / "in", tmp_path / "ckpt", writer,
+        spark,
+        tmp_path / "in",
+        tmp_path / "ckpt",
+        writer,
         select=lambda df: df.select(
             F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"), F.col("stream").alias("streamName")
         ),

@@ -17,11 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-import spark_kinesis  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-from spark_kinesis import KinesisWriter  # noqa: E402
-from spark_kinesis.testing import KinesisMock, read_stream  # noqa: E402
+import spark_kinesis
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from spark_kinesis import KinesisWriter
+from spark_kinesis.testing import KinesisMock, read_stream
 
 STREAM = "demo-events"
 SHARDS = 8
@@ -49,7 +49,9 @@ def main() -> int:
             .load()
             .select(
                 F.col("value").cast("string").alias("partitionKey"),
-                F.to_json(F.struct(F.col("value").alias("id"), "timestamp", F.lit("demo").alias("source"))).alias("data"),
+                F.to_json(F.struct(F.col("value").alias("id"), "timestamp", F.lit("demo").alias("source"))).alias(
+                    "data"
+                ),
             )
         )
         writer = KinesisWriter(stream_name=STREAM, queue_limit=QUEUE_LIMIT, **km.writer_options())

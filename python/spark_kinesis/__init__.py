@@ -9,4 +9,4 @@ from spark_kinesis.writer import KinesisWriter, install
 
 install()
 
-__all__ = ["KinesisWriter", "configure", "jar_path", "install", "__version__"]
+__all__ = ["KinesisWriter", "__version__", "configure", "install", "jar_path"]

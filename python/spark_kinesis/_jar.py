@@ -36,5 +36,5 @@ def configure(builder: B) -> B:
     existing = [j for j in str(options.get("spark.jars", "")).split(",") if j.strip()]
     if jar not in existing:
         existing.append(jar)
-    builder.config("spark.jars", ",".join(existing))  # type: ignore[attr-defined]
+    builder.config("spark.jars", ",".join(existing))
     return builder

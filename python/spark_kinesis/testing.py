@@ -17,11 +17,12 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any
 
-__all__ = ["KinesisMock", "UserRecord", "read_stream", "free_port", "find_kinesis_mock"]
+__all__ = ["KinesisMock", "UserRecord", "find_kinesis_mock", "free_port", "read_stream"]
 
 #: Static fake credentials; kinesis-mock checks that a SigV4 header exists, not its signature.
 FAKE_ACCESS_KEY_ID = "AKIAEMULATOR00000000"
@@ -60,8 +61,8 @@ class KinesisMock:
 
     def __init__(
         self,
-        streams: Optional[Mapping[str, int]] = None,
-        main_js: Optional[os.PathLike[str] | str] = None,
+        streams: Mapping[str, int] | None = None,
+        main_js: os.PathLike[str] | str | None = None,
         startup_timeout_s: float = 60.0,
     ) -> None:
         self.main_js = Path(main_js) if main_js else find_kinesis_mock()
@@ -69,12 +70,12 @@ class KinesisMock:
         self.startup_timeout_s = startup_timeout_s
         self.tls_port = 0
         self.plain_port = 0
-        self._proc: Optional[subprocess.Popen[bytes]] = None
-        self._log_path: Optional[Path] = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_path: Path | None = None
         self._client: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "KinesisMock":
+    def start(self) -> KinesisMock:
         node = shutil.which("node")
         if node is None:
             raise RuntimeError("node is not on PATH; kinesis-mock needs Node.js >= 18")
@@ -127,7 +128,7 @@ class KinesisMock:
                 self._proc.wait(timeout=10)
         self._proc = None
 
-    def __enter__(self) -> "KinesisMock":
+    def __enter__(self) -> KinesisMock:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -143,13 +144,13 @@ class KinesisMock:
     def tls_endpoint(self) -> str:
         return f"https://127.0.0.1:{self.tls_port}"
 
-    def writer_options(self, **kpl: Any) -> Dict[str, Any]:
+    def writer_options(self, **kpl: Any) -> dict[str, Any]:
         """Keyword arguments for ``KinesisWriter`` that point the KPL at this emulator.
 
         The emulator is slow (about 1-2 MB/s, seconds per full PutRecords), so requests get a
         generous timeout; ``kpl`` entries override or extend the KPL settings.
         """
-        settings: Dict[str, Any] = {
+        settings: dict[str, Any] = {
             "VerifyCertificate": False,
             "MetricsLevel": "none",
             "RequestTimeout": 60000,
@@ -199,11 +200,11 @@ class UserRecord:
     partition_key: str
     data: bytes
     shard_id: str
-    explicit_hash_key: Optional[str]
+    explicit_hash_key: str | None
     aggregated: bool
 
 
-def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[Dict[str, Any]]:
+def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[dict[str, Any]]:
     it = client.get_shard_iterator(StreamName=stream, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
         "ShardIterator"
     ]
@@ -216,11 +217,11 @@ def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Ite
         it = resp.get("NextShardIterator")
 
 
-def read_stream(client: Any, stream: str, idle_polls: int = 2) -> List[UserRecord]:
+def read_stream(client: Any, stream: str, idle_polls: int = 2) -> list[UserRecord]:
     """Read every record of every shard from TRIM_HORIZON and deaggregate with ``aws-kinesis-agg``."""
     from aws_kinesis_agg.deaggregator import iter_deaggregate_records
 
-    out: List[UserRecord] = []
+    out: list[UserRecord] = []
     shards = client.list_shards(StreamName=stream)["Shards"]
     for shard in shards:
         sid = shard["ShardId"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional, Tuple, Type, Union
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from spark_kinesis._jar import JVM_ENTRY_POINT, MAVEN_COORDINATES
 
@@ -14,7 +15,7 @@ KplValue = Union[str, int, bool]
 #: Writer options: name -> (accepted Python types, check returning an error or None).
 #: The JVM's KinesisWriterOptions.optionNames is the source of truth; a test checks they agree.
 _POSITIVE = ("a positive int", lambda v: v > 0)
-_OPTIONS: Dict[str, Tuple[Tuple[Type[Any], ...], Optional[Tuple[str, Callable[[Any], bool]]]]] = {
+_OPTIONS: dict[str, tuple[tuple[type[Any], ...], tuple[str, Callable[[Any], bool]] | None]] = {
     "stream_name": ((str,), ("a non-empty string", lambda v: bool(v.strip()))),
     "region": ((str,), None),
     "endpoint": ((str,), None),
@@ -60,24 +61,24 @@ class KinesisWriter:
 
     def __init__(
         self,
-        stream_name: Optional[str] = None,
+        stream_name: str | None = None,
         *,
-        region: Optional[str] = None,
-        endpoint: Optional[str] = None,
-        queue_limit: Optional[int] = None,
-        fail_on_error: Optional[bool] = None,
-        partitioner: Optional[str] = None,
-        flush_timeout_ms: Optional[int] = None,
-        producer_idle_timeout_ms: Optional[int] = None,
-        aws_access_key_id: Optional[str] = None,
-        aws_secret_access_key: Optional[str] = None,
-        aws_session_token: Optional[str] = None,
-        profile_name: Optional[str] = None,
-        role_arn: Optional[str] = None,
-        role_session_name: Optional[str] = None,
-        role_external_id: Optional[str] = None,
-        sts_endpoint: Optional[str] = None,
-        kpl: Optional[Mapping[str, KplValue]] = None,
+        region: str | None = None,
+        endpoint: str | None = None,
+        queue_limit: int | None = None,
+        fail_on_error: bool | None = None,
+        partitioner: str | None = None,
+        flush_timeout_ms: int | None = None,
+        producer_idle_timeout_ms: int | None = None,
+        aws_access_key_id: str | None = None,
+        aws_secret_access_key: str | None = None,
+        aws_session_token: str | None = None,
+        profile_name: str | None = None,
+        role_arn: str | None = None,
+        role_session_name: str | None = None,
+        role_external_id: str | None = None,
+        sts_endpoint: str | None = None,
+        kpl: Mapping[str, KplValue] | None = None,
         **unknown: Any,
     ) -> None:
         if unknown:
@@ -104,10 +105,10 @@ class KinesisWriter:
             role_external_id=role_external_id,
             sts_endpoint=sts_endpoint,
         )
-        self._options: Dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        self._options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         for name, value in self._options.items():
             _check(name, value)
-        self._kpl: Dict[str, KplValue] = {}
+        self._kpl: dict[str, KplValue] = {}
         if kpl is not None:
             if not isinstance(kpl, Mapping):
                 raise TypeError(f"kpl must be a dict of KPL setting name -> value, got {type(kpl).__name__}")
@@ -119,7 +120,7 @@ class KinesisWriter:
                 self._kpl[key] = value
 
     # -- JVM side ------------------------------------------------------------------------------
-    def _java_options(self) -> Dict[str, str]:
+    def _java_options(self) -> dict[str, str]:
         def text(v: KplValue) -> str:
             return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
@@ -127,13 +128,13 @@ class KinesisWriter:
         out.update({f"kpl.{k}": text(v) for k, v in self._kpl.items()})
         return out
 
-    def _to_java(self, spark: "SparkSession", jschema: Any) -> Any:
+    def _to_java(self, spark: SparkSession, jschema: Any) -> Any:
         """Build the JVM ``KinesisForeachWriter``; option and schema errors become ``ValueError``."""
         from py4j.java_gateway import JavaClass
         from py4j.protocol import Py4JJavaError
         from pyspark.errors import IllegalArgumentException as SparkIllegalArgument
 
-        jvm = spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = spark._jvm
         entry = jvm
         for part in JVM_ENTRY_POINT.split("."):
             entry = getattr(entry, part)
@@ -174,7 +175,7 @@ class KinesisWriter:
 
 
 # -- DataStreamWriter.foreach ----------------------------------------------------------------------
-_originals: Dict[type, Any] = {}
+_originals: dict[Any, Any] = {}
 
 
 def _classic_foreach(self: Any, f: Any) -> Any:
@@ -190,16 +191,16 @@ def _connect_foreach(self: Any, f: Any) -> Any:
             "KinesisWriter does not support Spark Connect sessions yet: the writer lives in the JVM, which a "
             "Connect client cannot reach. Use a classic session (SparkSession.builder.master(...), not .remote(...))."
         )
-    return _originals[_connect_class_or_none()](self, f)  # type: ignore[index]
+    return _originals[_connect_class_or_none()](self, f)
 
 
-def _classic_class() -> type:
+def _classic_class() -> Any:
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
     return DataStreamWriter
 
 
-def _connect_class_or_none() -> Optional[type]:
+def _connect_class_or_none() -> Any:
     import importlib.util
 
     # Connect needs its extras; without them its import calls sys.exit (pyspark 4.3), so look first.

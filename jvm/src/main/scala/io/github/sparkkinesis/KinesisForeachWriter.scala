@@ -14,7 +14,7 @@ final class KinesisWriteException(message: String, cause: Throwable) extends Run
 
 /** Writes rows to Kinesis through a shared per-JVM KPL, with the queue limit enforced before each put.
   *
-  * Built on the driver by [[KinesisWriter.create]] (options and schema already checked) and
+  * Built on the driver by `KinesisWriter.create` (options and schema already checked) and
   * serialized to tasks; each task gets its own copy, so the per-writer state below is per task.
   * `close` is the epoch's commit: every record this task put must be confirmed before it returns,
   * so a query restarted from its checkpoint loses nothing (at-least-once).
