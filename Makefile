@@ -11,6 +11,9 @@ M2_REPO := $(CURDIR)/.cache/m2repo
 export SBT_OPTS += -Dmaven.repo.local=$(M2_REPO)
 export KINESIS_MOCK_MAIN := $(CURDIR)/tools/emulator/node_modules/kinesis-local/main.js
 export SPARK_KINESIS_M2_REPO := $(M2_REPO)
+# The KPL daemon's C++ SDK probes EC2 instance metadata (169.254.169.254) for a default region at
+# start unless told not to; tests, demo and benchmarks talk to loopback only.
+export AWS_EC2_METADATA_DISABLED := true
 
 JVM_SOURCES := $(shell find jvm/src/main -type f 2>/dev/null) build.sbt project/plugins.sbt project/build.properties python/spark_kinesis/_version.py
 JAR_STAMP := .cache/jar.stamp

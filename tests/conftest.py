@@ -7,12 +7,16 @@ the Python package). Tests talk to loopback only.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Before any JVM starts (the KPL daemon inherits its environment): no EC2 metadata probes.
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
@@ -25,6 +29,7 @@ from spark_kinesis.testing import KinesisMock
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: runs real Spark + KPL + embedded Kinesis")
     config.addinivalue_line("markers", "install: builds and installs artifacts (wheel, --packages)")
+    config.addinivalue_line("markers", "bad_input: one bad option, schema, row or environment and its error")
 
 
 def assembly_jar() -> str:
@@ -112,6 +117,7 @@ def spark(metrics_dir: Path):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def stream(kinesis: KinesisMock, request: pytest.FixtureRequest) -> str:
     """A fresh 4-shard stream per test (kinesis-mock slows down as shards fill)."""
-    name = f"t-{request.node.name[:40].replace('[', '-').replace(']', '')}-{uuid.uuid4().hex[:6]}".replace("_", "-")
+    base = re.sub(r"[^A-Za-z0-9.-]+", "-", request.node.name)[:40]
+    name = f"t-{base}-{uuid.uuid4().hex[:6]}"
     kinesis.create_stream(name, 4)
     return name

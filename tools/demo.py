@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+# Before the JVM starts (the KPL daemon inherits its environment): no EC2 metadata probes.
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 

@@ -5,6 +5,10 @@ and plain HTTP (for boto3 and the readiness probe) at once. Nothing here talks t
 127.0.0.1.
 
 ``boto3`` and ``aws-kinesis-agg`` are needed only by the read-back helpers.
+
+Set ``AWS_EC2_METADATA_DISABLED=true`` in the environment *before the Spark JVM starts*: the KPL
+daemon inherits it, and otherwise its C++ SDK probes EC2 instance metadata (169.254.169.254) for
+a default region at start-up, even though the region is configured.
 """
 
 from __future__ import annotations

@@ -135,6 +135,25 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, lat
 }
 
 private[sparkkinesis] object WriterState {
+
+  /** "ResourceNotFoundException x3 (Stream s not found), then Expired (Record has reached expiration)":
+    * the distinct causes in order, since the last one alone ("Expired") rarely explains anything.
+    */
+  def summarize(attempts: Seq[software.amazon.kinesis.producer.Attempt]): String =
+    if (attempts.isEmpty) "no attempt details"
+    else {
+      val runs = attempts.foldLeft(List.empty[(String, String, Int)]) { (acc, a) =>
+        val code = Option(a.getErrorCode).filter(_.nonEmpty).getOrElse("UnknownError")
+        acc match {
+          case (c, m, n) :: rest if c == code => (c, m, n + 1) :: rest
+          case _                              => (code, Option(a.getErrorMessage).getOrElse(""), 1) :: acc
+        }
+      }
+      runs.reverse
+        .map { case (c, m, n) => s"$c${if (n > 1) s" x$n" else ""}${if (m.nonEmpty) s" (${m.take(200)})" else ""}" }
+        .mkString(", then ")
+    }
+
   private val log = LoggerFactory.getLogger(classOf[KinesisForeachWriter])
 
   def describe(options: KinesisWriterOptions, t: Throwable): Throwable = {
@@ -142,8 +161,10 @@ private[sparkkinesis] object WriterState {
     t match {
       case e: UserRecordFailedException =>
         val attempts = Option(e.getResult).map(_.getAttempts.asScala.toSeq).getOrElse(Nil)
-        val last = attempts.lastOption.map(a => s"${a.getErrorCode}: ${a.getErrorMessage}").getOrElse("no attempt details")
-        new KinesisWriteException(s"Kinesis did not accept a record for $where after ${attempts.size} attempts; last error $last", e)
+        new KinesisWriteException(
+          s"Kinesis did not accept a record for $where after ${attempts.size} attempts: ${summarize(attempts)}",
+          e
+        )
       case other =>
         new KinesisWriteException(s"Writing a record to $where failed: ${other.getClass.getSimpleName}: ${other.getMessage}", other)
     }

@@ -3,6 +3,21 @@ package io.github.sparkkinesis
 import scala.collection.immutable.SortedMap
 import scala.jdk.CollectionConverters._
 
+/** The driver's default region from its environment or profile; never EC2 metadata (slow or absent
+  * off EC2, and the executors' answer may differ anyway).
+  */
+private[sparkkinesis] object DriverRegion {
+  import software.amazon.awssdk.regions.providers.{AwsProfileRegionProvider, SystemSettingsRegionProvider}
+
+  def lookup(profile: Option[String]): Option[String] = {
+    def attempt(f: => software.amazon.awssdk.regions.Region) =
+      try Option(f).map(_.id())
+      catch { case scala.util.control.NonFatal(_) => None }
+    attempt(new SystemSettingsRegionProvider().getRegion)
+      .orElse(attempt(new AwsProfileRegionProvider(null, profile.orNull).getRegion))
+  }
+}
+
 /** How records without a `partitionKey` column get one. */
 sealed abstract class Partitioner(val name: String) extends Serializable
 object Partitioner {
@@ -114,7 +129,10 @@ object KinesisWriterOptions {
 
   def parse(options: java.util.Map[String, String]): KinesisWriterOptions = parse(options.asScala.toMap)
 
-  def parse(raw: Map[String, String]): KinesisWriterOptions = {
+  def parse(raw: Map[String, String]): KinesisWriterOptions = parse(raw, DriverRegion.lookup)
+
+  /** @param defaultRegion the region to use when none is set, given the profile name (driver env). */
+  def parse(raw: Map[String, String], defaultRegion: Option[String] => Option[String]): KinesisWriterOptions = {
     val (kplRaw, own) = raw.partition(_._1.startsWith(KplPrefix))
     own.keys.toSeq.sorted.find(k => !optionNames.contains(k)).foreach { k =>
       val hint = Suggest.closest(k, optionNames).map(s => s" Did you mean '$s'?").getOrElse("")
@@ -137,13 +155,20 @@ object KinesisWriterOptions {
 
     val kpl = SortedMap(kplRaw.map { case (k, v) => k.stripPrefix(KplPrefix) -> v }.toSeq: _*)
     val endpoint = str(EndpointKey).map(parseEndpoint)
-    val region = str(Region)
+    if (str(Region).isDefined && kpl.contains("Region"))
+      throw new IllegalArgumentException(s"Options $Region and kpl.Region both set the region: keep only '$Region'.")
+    // Without a region the KPL daemon asks EC2's metadata service and exits off EC2: resolve it
+    // here, once, and ship it to the executors.
+    val region = str(Region).orElse(if (kpl.contains("Region")) None else defaultRegion(str(ProfileName)))
+    if (region.isEmpty && !kpl.contains("Region"))
+      throw new IllegalArgumentException(
+        s"Option $Region is not set and the driver has no default region (AWS_REGION, aws.region, or the " +
+          s"profile's region in ~/.aws/config). Set $Region='us-east-1' (any region name, also with an endpoint)."
+      )
     if (endpoint.isDefined && (kpl.contains("KinesisEndpoint") || kpl.contains("KinesisPort")))
       throw new IllegalArgumentException(
         s"Options $EndpointKey and kpl.KinesisEndpoint/kpl.KinesisPort both set the endpoint: keep only '$EndpointKey'."
       )
-    if (region.isDefined && kpl.contains("Region"))
-      throw new IllegalArgumentException(s"Options $Region and kpl.Region both set the region: keep only '$Region'.")
     region.foreach { r =>
       if (!RegionPattern.matches(r)) throw Parse.bad(Region, r, "an AWS region name such as us-east-1")
     }

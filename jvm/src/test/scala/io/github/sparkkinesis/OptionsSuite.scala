@@ -66,6 +66,17 @@ class OptionsSuite extends AnyFunSuite {
     }
   }
 
+  test("region: explicit, else the driver's default, else a clear error") {
+    val noRegion = Map("stream_name" -> "s")
+    assert(KinesisWriterOptions.parse(noRegion, _ => Some("eu-west-1")).producer.kplSettings("Region") == "eu-west-1")
+    var askedFor: Option[String] = Some("unset")
+    KinesisWriterOptions.parse(noRegion + ("profile_name" -> "dev"), p => { askedFor = p; Some("eu-west-1") })
+    assert(askedFor == Some("dev"), "the profile's region is looked up")
+    val e = intercept[IllegalArgumentException](KinesisWriterOptions.parse(noRegion, _ => None))
+    assert(e.getMessage.contains("Option region is not set") && e.getMessage.contains("AWS_REGION"))
+    assert(KinesisWriterOptions.parse(noRegion + ("kpl.Region" -> "us-west-2"), _ => None).producer.kplSettings("Region") == "us-west-2")
+  }
+
   test("a secret in a bad KPL value is not echoed") {
     // ProxyPassword has no range check, so use a guaranteed failure path: an unknown secret-looking name
     val msg = rejected("kpl.ProxyPasword" -> "hunter2")

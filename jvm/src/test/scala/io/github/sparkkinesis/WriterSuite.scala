@@ -15,7 +15,7 @@ class WriterSuite extends AnyFunSuite {
     fakes.last.failOne("ProvisionedThroughputExceededException", "Rate exceeded for shard")
     fakes.last.failOne("InternalFailure", "second error")
     val e = intercept[KinesisWriteException](w.process(row("c", "3")))
-    assert(e.getMessage.contains("ProvisionedThroughputExceededException: Rate exceeded for shard"))
+    assert(e.getMessage.contains("ProvisionedThroughputExceededException (Rate exceeded for shard)"))
     assert(e.getMessage.contains("stream s"))
     val onClose = intercept[KinesisWriteException](w.close(null))
     assert(onClose.getMessage.contains("ProvisionedThroughputExceededException"))
@@ -94,6 +94,17 @@ class WriterSuite extends AnyFunSuite {
     w2.process(row("a", "1"))
     fakes.last.succeed(1)
     w2.close(null)
+  }
+
+  test("failure messages list each distinct cause in order") {
+    import software.amazon.kinesis.producer.Attempt
+    val attempts = Seq(
+      new Attempt(0, 5, "Stream x not found", "ResourceNotFoundException", false),
+      new Attempt(0, 5, "Stream x not found", "ResourceNotFoundException", false),
+      new Attempt(0, 5, "Record has reached expiration", "Expired", false)
+    )
+    assert(WriterState.summarize(attempts) ==
+      "ResourceNotFoundException x2 (Stream x not found), then Expired (Record has reached expiration)")
   }
 
   test("toString carries no secret") {
