@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 import sys
 
+import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-
-import spark_kinesis
 from spark_kinesis import KinesisWriter
 
 
@@ -28,7 +27,9 @@ def main() -> None:
         .getOrCreate()
     )
     opts = dict(cfg["writer_options"])
-    opts.update(aws_access_key_id=canary["key"], aws_secret_access_key=canary["secret"], aws_session_token=canary["token"])
+    opts.update(
+        aws_access_key_id=canary["key"], aws_secret_access_key=canary["secret"], aws_session_token=canary["token"]
+    )
     opts["kpl"] = {**opts["kpl"], "ProxyPassword": canary["proxy"]}
     writer = KinesisWriter(stream_name=cfg["stream"], **opts)
     print("REPR", repr(writer), str(writer))
@@ -50,7 +51,7 @@ def main() -> None:
     for bad in ({"kpl": {**opts["kpl"], "RecordTtl": 1}}, {"role_external_id": canary["external"]}):
         try:
             df.writeStream.foreach(KinesisWriter(stream_name=cfg["stream"], **{**opts, **bad}))
-        except Exception as e:  # noqa: BLE001 - every message is inspected
+        except Exception as e:
             print("ERROR", type(e).__name__, e)
     try:
         KinesisWriter(stream_name="s", aws_secret_access_key=12345678)  # type: ignore[arg-type]

@@ -48,7 +48,10 @@ def test_no_secret_in_any_output(kinesis, stream, tmp_path):
     env["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options -Dlog4j2.configurationFile={log4j.as_uri()} pyspark-shell"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "secrets_probe.py"), json.dumps(cfg)],
-        capture_output=True, text=True, timeout=600, env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "DONE" in proc.stdout, out[-5000:]
