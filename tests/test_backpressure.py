@@ -18,8 +18,8 @@ TASKS = 2  # local[2]: two tasks may each pass the check before either put lands
 def _snapshot(spark):
     """(outstanding, backpressureCycles) summed over this JVM's live producers."""
     text = spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot()
-    rows = [tuple(int(x) for x in line.split(",")) for line in str(text).splitlines() if line]
-    return sum(r[1] for r in rows), sum(r[2] for r in rows)
+    rows = [line.split(",") for line in str(text).splitlines() if line]
+    return sum(int(r[1]) for r in rows), sum(int(r[2]) for r in rows)
 
 
 @pytest.mark.e2e
@@ -59,14 +59,16 @@ def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path
     assert d.missing == [], f"{len(d.missing)} missing"
 
     # The same counter reaches Spark's metrics system: the session's CsvSink writes the source
-    # kinesisProducer.<id> with both seed metrics.
+    # kinesisProducer.<stream> with both seed metrics; the driver-side totals agree.
     def csv_max(metric: str) -> int:
         best = -1
-        for f in metrics_dir.glob(f"*.kinesisProducer.*.{metric}.csv"):
+        for f in metrics_dir.glob(f"*.kinesisProducer.{stream}.{metric}.csv"):
             rows = f.read_text().splitlines()[1:]
             best = max([best, *(int(float(r.split(",")[1])) for r in rows if r)])
         return best
 
     wait_for(lambda: csv_max("backpressureCycles") > 0, 30, "backpressureCycles > 0 in the CsvSink")
     assert csv_max("outstandingRecordsCount") >= 0
+    totals = writer.metrics()
+    assert totals["recordsSent"] == n and totals["backpressureCycles"] > 0 and totals["backpressureWaitMs"] > 0
     print(f"backpressure: max_outstanding={max(samples)} limit={QUEUE_LIMIT} cycles={cycles_after - cycles_before}")

@@ -76,8 +76,7 @@ def main() -> int:
         # restart would redo it), so its rows are reported apart, not as sent.
         committed = sorted(int(p.name) for p in (Path(checkpoint) / "commits").iterdir() if p.name.isdigit())
         sent = (committed[-1] + 1) * ROWS_PER_BATCH if committed else 0
-        snapshot = spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot()
-        cycles = sum(int(line.split(",")[2]) for line in str(snapshot).splitlines() if line)
+        cycles = writer.metrics()["backpressureCycles"]
         spark.stop()
 
         records = read_stream(km.client(), STREAM)

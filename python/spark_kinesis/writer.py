@@ -108,6 +108,7 @@ class KinesisWriter:
         self._options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         for name, value in self._options.items():
             _check(name, value)
+        self._jwriter: Any = None
         self._kpl: dict[str, KplValue] = {}
         if kpl is not None:
             if not isinstance(kpl, Mapping):
@@ -148,13 +149,26 @@ class KinesisWriter:
         for k, v in self._java_options().items():
             jmap.put(k, v)
         try:
-            return entry.create(jmap, jschema)
+            self._jwriter = entry.create(jmap, jschema)
+            return self._jwriter
         except SparkIllegalArgument as e:  # pyspark's py4j hook converts the JVM's IllegalArgumentException
             raise ValueError(getattr(e, "_desc", None) or str(e)) from None
         except Py4JJavaError as e:
             if e.java_exception.getClass().getName() == "java.lang.IllegalArgumentException":
                 raise ValueError(str(e.java_exception.getMessage())) from None
             raise
+
+    def metrics(self) -> dict[str, int]:
+        """Totals over every finished task of the query this writer was attached to, from Spark
+        accumulators (also on the Spark UI's stage pages as ``kinesis.<stream>.<name>``):
+        ``recordsSent``, ``recordsFailed``, ``bytesSent``, ``backpressureCycles``, ``backpressureWaitMs``.
+        Confirmed records of successful tasks only; a retried task's records count once per success.
+        """
+        if self._jwriter is None:
+            raise RuntimeError("metrics() needs the writer attached first: df.writeStream.foreach(writer)")
+        import json
+
+        return {str(k): int(v) for k, v in json.loads(str(self._jwriter.metricsJson())).items()}
 
     # -- Python niceties -----------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -1,11 +1,12 @@
 package io.github.sparkkinesis
 
-import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
+import java.util.concurrent.{CancellationException, ExecutionException, TimeUnit}
+import java.util.concurrent.atomic.{AtomicLong, AtomicReference, LongAdder}
 
-import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
+import com.google.common.util.concurrent.{Futures, ListenableFuture, MoreExecutors}
 import org.apache.spark.sql.{ForeachWriter, Row}
 import org.slf4j.LoggerFactory
-import software.amazon.kinesis.producer.{DaemonException, UserRecordFailedException, UserRecordResult}
+import software.amazon.kinesis.producer.{Attempt, DaemonException, UserRecordFailedException, UserRecordResult}
 
 import scala.jdk.CollectionConverters._
 
@@ -19,37 +20,58 @@ final class KinesisWriteException(message: String, cause: Throwable) extends Run
   * `close` is the epoch's commit: every record this task put must be confirmed before it returns,
   * so a query restarted from its checkpoint loses nothing (at-least-once).
   */
-class KinesisForeachWriter(val options: KinesisWriterOptions, converter: RowConverter) extends ForeachWriter[Row] {
+class KinesisForeachWriter(
+    val options: KinesisWriterOptions,
+    converter: RowConverter,
+    val accumulators: Option[WriterAccumulators] = None
+) extends ForeachWriter[Row] {
   @transient private var producer: SharedProducer = _
   @transient private var limiter: QueueLimiter = _
   @transient private var state: WriterState = _
   @transient private var partitionId: Long = 0L
+  @transient private var epochId: Long = 0L
 
   /** The pool to use; tests of the writer substitute one with fake producers. */
   protected def pool: ProducerPool = ProducerPool.default
 
   override def open(partitionId: Long, epochId: Long): Boolean = {
     this.partitionId = partitionId
-    producer = pool.acquire(options.producer, options.producerIdleTimeoutMs)
-    state = new WriterState(options, producer.latch)
+    this.epochId = epochId
+    producer = pool.acquire(options.producer, options.label, options.producerIdleTimeoutMs)
+    val s = new WriterState(options, producer)
+    state = s
+    val m = producer.metrics
     val p = producer
-    limiter = new QueueLimiter(options.queueLimit, () => p.outstanding, p.latch, () => p.backpressureCycles.inc())
+    limiter = new QueueLimiter(options.queueLimit, () => p.outstanding, p.latch, () => { m.backpressureCycles.inc(); s.cycles += 1 })
     true
   }
 
   override def process(row: Row): Unit = {
-    state.check()
+    val s = state
+    s.check()
     val record = converter.convert(row, partitionId)
-    limiter.await(() => state.check(), waitedMs => KinesisForeachWriter.warnBlocked(options, waitedMs))
+    val blocked = limiter.await(() => s.check(), waitedMs => KinesisForeachWriter.warnBlocked(options, waitedMs))
+    if (blocked > 0) s.blocked(blocked)
+    val bytes = record.data.remaining()
+    val start = s.latencyStart()
+    producer.metrics.outstandingBytes.addAndGet(bytes)
     val future =
       try producer.client.put(record)
       catch {
-        case e: DaemonException =>
-          producer.markBroken()
-          throw new KinesisWriteException(s"The KPL daemon is not running (${e.getMessage}); the task fails and its retry gets a fresh producer.", e)
+        case e: Throwable =>
+          producer.metrics.outstandingBytes.addAndGet(-bytes)
+          e match {
+            case d: DaemonException =>
+              producer.markBroken()
+              throw new KinesisWriteException(
+                s"The KPL daemon is not running (${d.getMessage}); the task fails and its retry gets a fresh producer.",
+                d
+              )
+            case other => throw other
+          }
       }
-    state.pending.incrementAndGet()
-    Futures.addCallback(future, state, MoreExecutors.directExecutor())
+    s.pending.incrementAndGet()
+    future.addListener(new RecordCallback(future, s, bytes, start), MoreExecutors.directExecutor())
   }
 
   override def close(errorOrNull: Throwable): Unit = {
@@ -62,17 +84,23 @@ class KinesisForeachWriter(val options: KinesisWriterOptions, converter: RowConv
         state.check()
       }
     } finally {
+      accumulators.foreach(_.add(state))
+      KinesisForeachWriter.log.info(state.summary(partitionId, epochId, errorOrNull == null))
       pool.release(producer)
       producer = null
     }
   }
 
+  /** Driver side: the accumulated totals of every finished task, as JSON (Python's `writer.metrics()`). */
+  def metricsJson(): String = accumulators.map(_.json).getOrElse("{}")
+
   /** Shown in the query plan and progress: never a secret. */
-  override def toString: String = s"KinesisWriter(${options.streamName.getOrElse("<per-row streams>")}, queueLimit=${options.queueLimit})"
+  override def toString: String =
+    s"KinesisWriter(${options.streamName.getOrElse("<per-row streams>")}, queueLimit=${options.queueLimit})"
 }
 
 object KinesisForeachWriter {
-  private val log = LoggerFactory.getLogger(classOf[KinesisForeachWriter])
+  private[sparkkinesis] val log = LoggerFactory.getLogger(classOf[KinesisForeachWriter])
 
   private def warnBlocked(options: KinesisWriterOptions, waitedMs: Long): Unit =
     RateLimitedLog.warn(
@@ -83,31 +111,82 @@ object KinesisForeachWriter {
     )
 }
 
-/** Per-task bookkeeping and the KPL callback (one instance per task, not per record). */
-private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, latch: TimeoutLatch)
-    extends FutureCallback[UserRecordResult] {
+/** Completion of one record: runs on the KPL's callback thread (replaces Guava's per-record
+  * `addCallback` wrapper, so it costs no extra allocation).
+  */
+private[sparkkinesis] final class RecordCallback(
+    future: ListenableFuture[UserRecordResult],
+    state: WriterState,
+    bytes: Int,
+    startNanos: Long
+) extends Runnable {
+  def run(): Unit =
+    try state.succeeded(Futures.getDone(future), bytes, startNanos)
+    catch {
+      case e: ExecutionException    => state.failed(e.getCause, bytes)
+      case e: CancellationException => state.failed(e, bytes)
+    }
+}
+
+/** Per-task bookkeeping: pending records, first error, and the task's totals. */
+private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, producer: SharedProducer) {
   import WriterState.log
 
+  private val metrics = producer.metrics
+  private val latch = producer.latch
   val pending = new AtomicLong()
-  val failed = new AtomicLong()
+  val sent = new LongAdder()
+  val failedCount = new LongAdder()
+  val bytesSent = new LongAdder()
   private val firstError = new AtomicReference[Throwable]()
+  // Task-thread only:
+  var cycles = 0L
+  var blockedNanos = 0L
+  private var puts = 0L
 
-  override def onSuccess(result: UserRecordResult): Unit = done()
+  /** A start time for 1 in LatencySampleEvery records (0 = not sampled): `nanoTime` is not free. */
+  def latencyStart(): Long = {
+    puts += 1
+    if (puts % ProducerMetrics.LatencySampleEvery == 1) System.nanoTime() else 0L
+  }
 
-  override def onFailure(t: Throwable): Unit = {
-    failed.incrementAndGet()
+  def blocked(nanos: Long): Unit = {
+    blockedNanos += nanos
+    metrics.backpressureWaitTime.update(nanos, TimeUnit.NANOSECONDS)
+  }
+
+  def succeeded(result: UserRecordResult, bytes: Int, startNanos: Long): Unit = {
+    metrics.recordsSent.inc()
+    metrics.bytesSent.inc(bytes.toLong)
+    sent.increment()
+    bytesSent.add(bytes.toLong)
+    val attempts = result.getAttempts.size
+    if (attempts > 1) metrics.retries.inc(attempts - 1L)
+    if (startNanos != 0L) metrics.putLatency.update((System.nanoTime() - startNanos) / 1000000L)
+    done(bytes)
+  }
+
+  def failed(t: Throwable, bytes: Int): Unit = {
+    metrics.recordsFailed.inc()
+    failedCount.increment()
+    t match {
+      case e: UserRecordFailedException if e.getResult != null =>
+        metrics.retries.inc(math.max(0, e.getResult.getAttempts.size - 1).toLong)
+      case _ =>
+    }
     val described = WriterState.describe(options, t)
     if (options.failOnError) firstError.compareAndSet(null, described)
     else
       RateLimitedLog.warn(
         log,
         "record-failed",
-        s"${described.getMessage} (fail_on_error=false: the record is dropped and counted; ${failed.get} so far in this task)"
+        s"${described.getMessage} (fail_on_error=false: the record is dropped and counted; ${failedCount.sum} so far in this task)"
       )
-    done()
+    done(bytes)
   }
 
-  private def done(): Unit = {
+  private def done(bytes: Int): Unit = {
+    metrics.outstandingBytes.addAndGet(-bytes.toLong)
     pending.decrementAndGet()
     latch.trigger()
   }
@@ -132,14 +211,21 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, lat
       latch.await(QueueLimiter.StepMs)
     }
   }
+
+  def summary(partitionId: Long, epochId: Long, committed: Boolean): String =
+    s"KinesisWriter ${if (committed) "committed" else "aborted"} partition=$partitionId epoch=$epochId " +
+      s"stream=${options.label} sent=${sent.sum} failed=${failedCount.sum} bytes=${bytesSent.sum} " +
+      s"pending=${pending.get} backpressureCycles=$cycles blockedMs=${blockedNanos / 1000000L} " +
+      s"(producer ${producer.sourceName})"
 }
 
 private[sparkkinesis] object WriterState {
+  private val log = LoggerFactory.getLogger(classOf[KinesisForeachWriter])
 
   /** "ResourceNotFoundException x3 (Stream s not found), then Expired (Record has reached expiration)":
     * the distinct causes in order, since the last one alone ("Expired") rarely explains anything.
     */
-  def summarize(attempts: Seq[software.amazon.kinesis.producer.Attempt]): String =
+  def summarize(attempts: Seq[Attempt]): String =
     if (attempts.isEmpty) "no attempt details"
     else {
       val runs = attempts.foldLeft(List.empty[(String, String, Int)]) { (acc, a) =>
@@ -154,10 +240,9 @@ private[sparkkinesis] object WriterState {
         .mkString(", then ")
     }
 
-  private val log = LoggerFactory.getLogger(classOf[KinesisForeachWriter])
-
   def describe(options: KinesisWriterOptions, t: Throwable): Throwable = {
-    val where = s"stream ${options.streamName.getOrElse("<per-row>")} at ${options.producer.endpoint.getOrElse("the region's endpoint")}"
+    val where =
+      s"stream ${options.streamName.getOrElse("<per-row>")} at ${options.producer.endpoint.getOrElse("the region's endpoint")}"
     t match {
       case e: UserRecordFailedException =>
         val attempts = Option(e.getResult).map(_.getAttempts.asScala.toSeq).getOrElse(Nil)

@@ -17,7 +17,8 @@ object KinesisWriter {
     */
   def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
     val parsed = KinesisWriterOptions.parse(options)
-    new KinesisForeachWriter(parsed, RowConverter.forSchema(schema, parsed))
+    val converter = RowConverter.forSchema(schema, parsed)
+    new KinesisForeachWriter(parsed, converter, WriterAccumulators.register(parsed.label))
   }
 
   def create(options: Map[String, String], schema: StructType): KinesisForeachWriter = create(options.asJava, schema)
@@ -31,7 +32,12 @@ object KinesisWriter {
   /** Where this class was loaded from: which jar a session is really running. */
   def jarLocation(): String = String.valueOf(getClass.getProtectionDomain.getCodeSource.getLocation)
 
-  /** This JVM's live producers as `id,outstanding,backpressureCycles` lines (local-mode probe for tests). */
+  /** Every metric name a producer's source registers. */
+  def metricNames(): java.util.List[String] = ProducerMetrics.names.asJava
+
+  /** This JVM's live producers as `source,outstanding,backpressureCycles` lines (local-mode probe). */
   def producerSnapshot(): String =
-    ProducerPool.default.live.map(p => s"${p.id},${p.outstanding},${p.backpressureCycles.getCount}").mkString("\n")
+    ProducerPool.default.live
+      .map(p => s"${p.sourceName},${p.outstanding},${p.metrics.backpressureCycles.getCount}")
+      .mkString("\n")
 }

@@ -65,6 +65,9 @@ final case class KinesisWriterOptions(
     producer: ProducerConfig
 ) {
 
+  /** Names this writer's metrics source and accumulators: the stream, or `perRowStreams`. */
+  def label: String = streamName.getOrElse("perRowStreams")
+
   /** The largest record the KPL accepts with this config (its `MaxUserRecordSize`, default 1 MiB). */
   def maxRecordBytes: Long = producer.kpl.get("MaxUserRecordSize").map(_.trim.toLong).getOrElse(1048576L)
 

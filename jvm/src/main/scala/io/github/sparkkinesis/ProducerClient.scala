@@ -3,12 +3,17 @@ package io.github.sparkkinesis
 import com.google.common.util.concurrent.ListenableFuture
 import software.amazon.kinesis.producer.{KinesisProducer, UserRecordResult}
 
+import scala.jdk.CollectionConverters._
+
 /** The slice of `KinesisProducer` the writer uses; unit tests substitute a controllable fake. */
 trait ProducerClient {
   def put(record: KinesisRecord): ListenableFuture[UserRecordResult]
   def outstandingRecords: Long
   def flush(): Unit
   def destroy(): Unit
+
+  /** The KPL daemon's own statistics, by our metric names (a blocking call: never on the hot path). */
+  def daemonMetrics(): Map[String, Double] = Map.empty
 }
 
 /** The real KPL: one native daemon. */
@@ -24,4 +29,14 @@ final class KplProducerClient(config: ProducerConfig) extends ProducerClient {
   def outstandingRecords: Long = kpl.getOutstandingRecordsCount.toLong
   def flush(): Unit = kpl.flush()
   def destroy(): Unit = kpl.destroy()
+
+  override def daemonMetrics(): Map[String, Double] = {
+    val all = kpl.getMetrics(60).asScala.toSeq
+    ProducerMetrics.DaemonMetrics.flatMap { case (ours, (kplName, stat)) =>
+      // The entry with the fewest dimensions is the producer-wide aggregate.
+      all.filter(_.getName == kplName).sortBy(_.getDimensions.size).headOption.map { m =>
+        ours -> (if (stat == "sum") m.getSum else m.getMean)
+      }
+    }.toMap
+  }
 }

@@ -5,21 +5,21 @@ import java.util.concurrent.atomic.AtomicInteger
 
 import scala.collection.mutable
 
-import com.codahale.metrics.{Counter, Gauge, MetricRegistry}
 import org.slf4j.LoggerFactory
 
 /** One KPL per distinct [[ProducerConfig]], shared by the tasks of an executor JVM. */
 final class SharedProducer private[sparkkinesis] (
     val id: Int,
-    val config: ProducerConfig,
+    val key: ProducerPool.Key,
     val client: ProducerClient,
-    val idleTimeoutMs: Long
+    val idleTimeoutMs: Long,
+    val sourceName: String
 ) {
+  def config: ProducerConfig = key.config
+
   /** Woken by every KPL callback of this producer; writers blocked on the queue limit wait on it. */
   val latch = new TimeoutLatch
-  val metrics = new MetricRegistry
-  val backpressureCycles: Counter = metrics.counter(SharedProducer.BackpressureCycles)
-  metrics.register(SharedProducer.OutstandingRecordsCount, new Gauge[Long] { def getValue: Long = client.outstandingRecords })
+  val metrics = new ProducerMetrics(() => client.outstandingRecords)
 
   @volatile private[sparkkinesis] var broken = false
   private[sparkkinesis] var refs = 0
@@ -34,12 +34,8 @@ final class SharedProducer private[sparkkinesis] (
   override def toString: String = s"SharedProducer#$id($config)"
 }
 
-object SharedProducer {
-  val BackpressureCycles = "backpressureCycles"
-  val OutstandingRecordsCount = "outstandingRecordsCount"
-}
-
-/** Reference-counted producers keyed by config, closed after an idle timeout and at JVM exit.
+/** Reference-counted producers keyed by (stream label, config), closed after an idle timeout and
+  * at JVM exit. One daemon per stream keeps each stream's queue bound and metrics its own.
   * The clock and factory are injected so eviction is unit-testable without a daemon.
   */
 final class ProducerPool(
@@ -48,22 +44,23 @@ final class ProducerPool(
     registerMetrics: SharedProducer => () => Unit
 ) {
   private val log = LoggerFactory.getLogger(classOf[ProducerPool])
-  private val producers = mutable.Map.empty[ProducerConfig, SharedProducer]
+  private val producers = mutable.Map.empty[ProducerPool.Key, SharedProducer]
   private val retired = mutable.Set.empty[SharedProducer]
   private val ids = new AtomicInteger()
 
-  def acquire(config: ProducerConfig, idleTimeoutMs: Long): SharedProducer = synchronized {
-    producers.get(config) match {
+  def acquire(config: ProducerConfig, label: String, idleTimeoutMs: Long): SharedProducer = synchronized {
+    val key = ProducerPool.Key(label, config)
+    producers.get(key) match {
       case Some(p) if !p.broken =>
         p.refs += 1
         p
       case existing =>
         existing.foreach(retire)
-        val p = new SharedProducer(ids.incrementAndGet(), config, factory(config), idleTimeoutMs)
-        log.info(s"Started KPL producer #${p.id} for $config")
+        val p = new SharedProducer(ids.incrementAndGet(), key, factory(config), idleTimeoutMs, sourceNameFor(label))
+        log.info(s"Started KPL producer #${p.id} (metrics source ${p.sourceName}) for $config")
         p.refs = 1
         p.unregister = registerMetrics(p)
-        producers(config) = p
+        producers(key) = p
         p
     }
   }
@@ -82,6 +79,12 @@ final class ProducerPool(
     producers.values.filter(p => p.refs <= 0 && now - p.idleSinceMs >= p.idleTimeoutMs).toSeq.foreach(close)
   }
 
+  /** Polls each live producer's daemon statistics (blocking calls; run by the reaper thread). */
+  def sampleDaemonMetrics(): Unit = live.foreach { p =>
+    try p.metrics.updateDaemonMetrics(p.client.daemonMetrics())
+    catch { case scala.util.control.NonFatal(e) => log.debug(s"Sampling KPL metrics of producer #${p.id} failed", e) }
+  }
+
   def closeAll(): Unit = synchronized {
     (producers.values ++ retired).toSeq.foreach(close)
   }
@@ -89,13 +92,20 @@ final class ProducerPool(
   /** Producers currently alive (test and metrics hook). */
   def live: Seq[SharedProducer] = synchronized(producers.values.toSeq ++ retired.toSeq)
 
+  /** `kinesisProducer.<label>`, suffixed when another live producer (another config) has it. */
+  private def sourceNameFor(label: String): String = {
+    val base = s"${ProducerMetrics.SourcePrefix}.$label"
+    val taken = live.map(_.sourceName).toSet
+    Iterator.from(1).map(i => if (i == 1) base else s"$base.$i").find(!taken.contains(_)).get
+  }
+
   private def retire(p: SharedProducer): Unit = {
-    producers.remove(p.config)
+    producers.remove(p.key)
     if (p.refs <= 0) close(p) else retired += p
   }
 
   private def close(p: SharedProducer): Unit = {
-    producers.get(p.config).filter(_ eq p).foreach(_ => producers.remove(p.config))
+    producers.get(p.key).filter(_ eq p).foreach(_ => producers.remove(p.key))
     retired -= p
     log.info(s"Closing KPL producer #${p.id} (${if (p.broken) "broken" else "idle"})")
     try p.unregister()
@@ -106,6 +116,11 @@ final class ProducerPool(
 }
 
 object ProducerPool {
+  /** Writers with the same stream label and KPL config share a daemon. */
+  final case class Key(label: String, config: ProducerConfig)
+
+  val DaemonMetricsEverySeconds = 10L
+
   private val log = LoggerFactory.getLogger(classOf[ProducerPool])
 
   /** The executor JVM's pool: real KPL daemons, Spark metrics sources, a reaper and a shutdown hook. */
@@ -126,6 +141,7 @@ object ProducerPool {
       1,
       TimeUnit.SECONDS
     )
+    reaper.scheduleWithFixedDelay(() => pool.sampleDaemonMetrics(), 5, DaemonMetricsEverySeconds, TimeUnit.SECONDS)
     Runtime.getRuntime.addShutdownHook(new Thread(() => pool.closeAll(), "spark-kinesis-producer-shutdown"))
     pool
   }

@@ -77,7 +77,7 @@ class BackpressureSuite extends AnyFunSuite {
 
     val second = new Thread(() => writer.process(TestWriters.row("k", "msg-2")))
     second.start()
-    eventually(10000)(fakes.pool.live.head.backpressureCycles.getCount > 0)
+    eventually(10000)(fakes.pool.live.head.metrics.backpressureCycles.getCount > 0)
     assert(second.isAlive, "second record must wait while 1 record is outstanding")
     assert(producer.sent.size == 1)
 

@@ -96,6 +96,23 @@ class WriterSuite extends AnyFunSuite {
     w2.close(null)
   }
 
+  test("metrics count confirmed records, bytes, failures, retries and outstanding bytes") {
+    val fakes = new FakePool
+    val w = writer(fakes, Map("fail_on_error" -> "false"))
+    w.open(0, 0)
+    val m = fakes.pool.live.head.metrics
+    w.process(row("a", "12345"))
+    w.process(row("b", "123"))
+    w.process(row("c", "1"))
+    assert(m.outstandingBytes.get == 9)
+    fakes.last.succeed(2)
+    fakes.last.failOne("InternalFailure", "boom")
+    assert(m.recordsSent.getCount == 2 && m.bytesSent.getCount == 8 && m.recordsFailed.getCount == 1)
+    assert(m.outstandingBytes.get == 0)
+    assert(m.putLatency.getCount == 1, "latency is sampled: 1 in 16 records, starting with the first")
+    w.close(null)
+  }
+
   test("failure messages list each distinct cause in order") {
     import software.amazon.kinesis.producer.Attempt
     val attempts = Seq(

@@ -1,0 +1,63 @@
+package io.github.sparkkinesis
+
+import java.util.concurrent.atomic.AtomicLong
+
+import com.codahale.metrics.{Counter, Gauge, Histogram, MetricRegistry, Timer}
+
+/** One producer's metrics (Codahale), reported through Spark's metrics system as the source
+  * `kinesisProducer.<stream>`. Hot-path updates are `LongAdder`-backed counters and an atomic
+  * add; the latency histogram is sampled (1 in [[ProducerMetrics.LatencySampleEvery]]) and
+  * the KPL daemon's own metrics are polled off the hot path by the pool's reaper thread.
+  */
+final class ProducerMetrics(outstandingRecords: () => Long) {
+  import ProducerMetrics._
+
+  val registry = new MetricRegistry
+  val backpressureCycles: Counter = registry.counter(BackpressureCycles)
+  val recordsSent: Counter = registry.counter(RecordsSent)
+  val recordsFailed: Counter = registry.counter(RecordsFailed)
+  val bytesSent: Counter = registry.counter(BytesSent)
+  val retries: Counter = registry.counter(Retries)
+  val backpressureWaitTime: Timer = registry.timer(BackpressureWaitTime)
+  val putLatency: Histogram = registry.histogram(PutLatency)
+  val outstandingBytes = new AtomicLong()
+  registry.register(OutstandingRecordsCount, gauge(outstandingRecords()))
+  registry.register(OutstandingBytes, gauge(outstandingBytes.get))
+
+  @volatile private var daemon: Map[String, Double] = Map.empty
+  DaemonMetrics.foreach { case (name, _) => registry.register(name, gauge(daemon.getOrElse(name, Double.NaN))) }
+
+  /** Latest values polled from `KinesisProducer.getMetrics` (keyed by our metric names). */
+  def updateDaemonMetrics(values: Map[String, Double]): Unit = daemon = values
+
+  private def gauge[T](f: => T): Gauge[T] = new Gauge[T] { def getValue: T = f }
+}
+
+object ProducerMetrics {
+  val SourcePrefix = "kinesisProducer"
+  val BackpressureCycles = "backpressureCycles"
+  val OutstandingRecordsCount = "outstandingRecordsCount"
+  val RecordsSent = "recordsSent"
+  val RecordsFailed = "recordsFailed"
+  val BytesSent = "bytesSent"
+  val OutstandingBytes = "outstandingBytes"
+  val BackpressureWaitTime = "backpressureWaitTime"
+  val PutLatency = "putLatency"
+  val Retries = "retries"
+  val LatencySampleEvery = 16
+
+  /** Our name -> (KPL metric name, statistic). Means over the KPL's last minute. */
+  val DaemonMetrics: Seq[(String, (String, String))] = Seq(
+    "kplUserRecordsPending" -> ("UserRecordsPending", "mean"),
+    "kplBufferingTimeMs" -> ("BufferingTime", "mean"),
+    "kplRequestTimeMs" -> ("RequestTime", "mean"),
+    "kplRetriesPerRecord" -> ("RetriesPerRecord", "mean"),
+    "kplAllErrors" -> ("AllErrors", "sum")
+  )
+
+  /** Every metric name a source registers (docs/metrics.md is checked against this). */
+  val names: Seq[String] = Seq(
+    BackpressureCycles, OutstandingRecordsCount, RecordsSent, RecordsFailed, BytesSent, OutstandingBytes,
+    BackpressureWaitTime, PutLatency, Retries
+  ) ++ DaemonMetrics.map(_._1)
+}

@@ -1,0 +1,56 @@
+package io.github.sparkkinesis
+
+import org.apache.spark.SparkContext
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.util.LongAccumulator
+
+/** Driver-side totals of one writer: named accumulators, so they also show on the Spark UI's stage
+  * pages. Tasks add their totals once, in `close`, from the task thread. Failed task attempts'
+  * updates are discarded by Spark, so these count confirmed records of successful tasks.
+  */
+final class WriterAccumulators private (
+    val recordsSent: LongAccumulator,
+    val recordsFailed: LongAccumulator,
+    val bytesSent: LongAccumulator,
+    val backpressureCycles: LongAccumulator,
+    val backpressureWaitMs: LongAccumulator
+) extends Serializable {
+
+  private[sparkkinesis] def add(s: WriterState): Unit = {
+    recordsSent.add(s.sent.sum)
+    recordsFailed.add(s.failedCount.sum)
+    bytesSent.add(s.bytesSent.sum)
+    backpressureCycles.add(s.cycles)
+    backpressureWaitMs.add(s.blockedNanos / 1000000L)
+  }
+
+  def json: String =
+    Seq(
+      "recordsSent" -> recordsSent,
+      "recordsFailed" -> recordsFailed,
+      "bytesSent" -> bytesSent,
+      "backpressureCycles" -> backpressureCycles,
+      "backpressureWaitMs" -> backpressureWaitMs
+    ).map { case (k, a) => s""""$k": ${a.sum}""" }.mkString("{", ", ", "}")
+}
+
+object WriterAccumulators {
+  val Names: Seq[String] = Seq("recordsSent", "recordsFailed", "bytesSent", "backpressureCycles", "backpressureWaitMs")
+
+  /** Registers the accumulators `kinesis.<label>.<name>` with the driver's SparkContext, if any.
+    * py4j calls arrive on a gateway thread, where the thread-local active session may be unset.
+    */
+  def register(label: String): Option[WriterAccumulators] =
+    SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).map(s => register(s.sparkContext, label))
+
+  def register(sc: SparkContext, label: String): WriterAccumulators = {
+    def acc(name: String) = sc.longAccumulator(s"kinesis.$label.$name")
+    new WriterAccumulators(
+      acc("recordsSent"),
+      acc("recordsFailed"),
+      acc("bytesSent"),
+      acc("backpressureCycles"),
+      acc("backpressureWaitMs")
+    )
+  }
+}

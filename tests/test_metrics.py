@@ -1,0 +1,135 @@
+"""Issue 3: the writer's metrics reach Spark's metrics sinks per executor and per stream, and the
+driver-side totals (accumulators, `writer.metrics()`) add up to what was read back."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import assembly_jar
+from helpers import account, payload, rows_for, run_available_now, wait_for, write_input
+from spark_kinesis import KinesisWriter
+from spark_kinesis.testing import read_stream
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def csv_last(metrics_dir: Path, stream: str, metric: str, executor: str = "*") -> dict[str, float]:
+    """Last value per executor id of `kinesisProducer.<stream>.<metric>` in a CsvSink directory."""
+    out: dict[str, float] = {}
+    for f in metrics_dir.glob(f"*.{executor}.kinesisProducer.{stream}.{metric}.csv"):
+        rows = [r for r in f.read_text().splitlines()[1:] if r]
+        if rows:
+            executor_id = f.name.split(".kinesisProducer.")[0].rsplit(".", 1)[-1]
+            out[executor_id] = float(rows[-1].split(",")[1])
+    return out
+
+
+def csv_total(metrics_dir: Path, stream: str, metric: str) -> float:
+    return sum(csv_last(metrics_dir, stream, metric).values())
+
+
+@pytest.mark.e2e
+def test_sink_reports_records_and_bytes_without_backpressure(spark, kinesis, stream, tmp_path, metrics_dir):
+    n = 2_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=2)
+    writer = KinesisWriter(stream_name=stream, queue_limit=100_000, **kinesis.writer_options())
+    run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
+    payload_bytes = sum(len(payload(i)) for i in range(n))
+
+    wait_for(lambda: csv_total(metrics_dir, stream, "recordsSent") == n, 30, f"recordsSent={n} in the CsvSink")
+    wait_for(lambda: csv_total(metrics_dir, stream, "bytesSent") == payload_bytes, 30, "bytesSent = payload total")
+    assert csv_total(metrics_dir, stream, "backpressureCycles") == 0, "a big queue_limit never blocks"
+    assert csv_total(metrics_dir, stream, "recordsFailed") == 0
+    assert metrics_dir.glob(f"*.kinesisProducer.{stream}.putLatency.csv"), "latency histogram reported"
+    totals = writer.metrics()
+    assert totals == {
+        "recordsSent": n,
+        "recordsFailed": 0,
+        "bytesSent": payload_bytes,
+        "backpressureCycles": 0,
+        "backpressureWaitMs": 0,
+    }
+    assert account(range(n), read_stream(kinesis.client(), stream)).missing == []
+
+
+@pytest.mark.e2e
+def test_two_writers_report_separately(spark, kinesis, tmp_path, metrics_dir):
+    sizes = {"metrics-a": 300, "metrics-b": 700}
+    writers, errors = {}, []
+
+    def run(name: str, n: int) -> None:
+        try:
+            kinesis.create_stream(name, 2)
+            write_input(tmp_path / name / "in", rows_for(range(n)), files=2)
+            writers[name] = KinesisWriter(stream_name=name, **kinesis.writer_options())
+            run_available_now(spark, tmp_path / name / "in", tmp_path / name / "ckpt", writers[name])
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=item) for item in sizes.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert not errors, errors
+    for name, n in sizes.items():
+        wait_for(lambda: csv_total(metrics_dir, name, "recordsSent") == n, 30, f"{name} recordsSent={n}")
+        assert writers[name].metrics()["recordsSent"] == n
+
+
+@pytest.mark.e2e
+def test_local_cluster_executors_report_and_totals_add_up(kinesis, stream, tmp_path):
+    n = 2_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=4)
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir()
+    cfg = {
+        "input": str(tmp_path / "in"),
+        "checkpoint": str(tmp_path / "ckpt"),
+        "stream": stream,
+        "writer_options": kinesis.writer_options(),
+        "jar": assembly_jar(),
+        "metrics_dir": str(metrics_dir),
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
+    env["PYTHONPATH"] = str(ROOT / "python")
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "cluster_probe.py"), json.dumps(cfg)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        line = ""
+        while not line.startswith("PROBE "):
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                raise AssertionError(f"probe exited {proc.returncode}: {proc.stderr.read()[-5000:]}")
+        totals = json.loads(line[len("PROBE ") :])
+        # Each executor JVM (ids 0 and 1; the driver is "driver") has its own source and sink.
+        wait_for(lambda: csv_total(metrics_dir, stream, "recordsSent") == n, 60, "executors' recordsSent to sum to n")
+        per_executor = csv_last(metrics_dir, stream, "recordsSent")
+    finally:
+        proc.communicate("\n", timeout=120)
+    assert set(per_executor) == {"0", "1"}, per_executor
+    assert all(v > 0 for v in per_executor.values()), per_executor
+    assert totals["recordsSent"] == sum(per_executor.values()) == n
+    read_back = account(range(n), read_stream(kinesis.client(), stream))
+    assert read_back.missing == [] and len(read_back.by_id) == totals["recordsSent"]
+
+
+def test_every_metric_is_documented(spark):
+    doc = (ROOT / "docs" / "metrics.md").read_text()
+    names = list(spark._jvm.io.github.sparkkinesis.KinesisWriter.metricNames())
+    names += ["recordsSent", "recordsFailed", "bytesSent", "backpressureCycles", "backpressureWaitMs"]
+    missing = [n for n in names if not re.search(rf"`{re.escape(n)}`", doc)]
+    assert missing == [], f"docs/metrics.md lacks {missing}"
