@@ -80,7 +80,7 @@ def test_two_writers_report_separately(spark, kinesis, tmp_path, metrics_dir):
         t.join(600)
     assert not errors, errors
     for name, n in sizes.items():
-        wait_for(lambda: csv_total(metrics_dir, name, "recordsSent") == n, 30, f"{name} recordsSent={n}")
+        wait_for(lambda s=name, k=n: csv_total(metrics_dir, s, "recordsSent") == k, 30, f"{name} recordsSent={n}")
         assert writers[name].metrics()["recordsSent"] == n
 
 
