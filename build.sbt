@@ -76,15 +76,16 @@ lazy val sparkKinesis = (project in file("jvm"))
     },
     assembly / assemblyMergeStrategy := {
       // Multi-release variants escape relocation; the manifest that would enable them is dropped anyway.
-      case PathList("META-INF", "versions", _ @_*) => MergeStrategy.discard
-      case "module-info.class" => MergeStrategy.discard
+      case PathList("META-INF", "versions", _ @_*)              => MergeStrategy.discard
+      case "module-info.class"                                  => MergeStrategy.discard
       case PathList("META-INF", "io.netty.versions.properties") => MergeStrategy.discard
-      case PathList("META-INF", xs @ _*) if xs.lastOption.exists(n => n.endsWith(".SF") || n.endsWith(".DSA") || n.endsWith(".RSA")) =>
+      case PathList("META-INF", xs @ _*)
+          if xs.lastOption.exists(n => n.endsWith(".SF") || n.endsWith(".DSA") || n.endsWith(".RSA")) =>
         MergeStrategy.discard
       case PathList("META-INF", "services", _ @_*) => MergeStrategy.concat
-      case PathList("META-INF", "MANIFEST.MF") => MergeStrategy.discard
-      case PathList("META-INF", _ @_*) => MergeStrategy.first
-      case x if x.endsWith(".proto") => MergeStrategy.first
+      case PathList("META-INF", "MANIFEST.MF")     => MergeStrategy.discard
+      case PathList("META-INF", _ @_*)             => MergeStrategy.first
+      case x if x.endsWith(".proto")               => MergeStrategy.first
       case x if x.endsWith("codegen-resources/service-2.json") || x.contains("codegen-resources") => MergeStrategy.first
       case x => MergeStrategy.defaultMergeStrategy(x)
     },

@@ -15,8 +15,8 @@ import software.amazon.awssdk.services.sts.StsClient
 import software.amazon.awssdk.services.sts.auth.StsAssumeRoleCredentialsProvider
 import software.amazon.awssdk.services.sts.model.AssumeRoleRequest
 
-/** Where the KPL's credentials come from. Secrets never appear in `toString`; equality (used as
-  * the producer pool's key) still sees them, so different keys never share a producer.
+/** Where the KPL's credentials come from. Secrets never appear in `toString`; equality (used as the producer pool's
+  * key) still sees them, so different keys never share a producer.
   */
 sealed trait Credentials extends Serializable {
   def provider(region: Option[String]): AwsCredentialsProvider

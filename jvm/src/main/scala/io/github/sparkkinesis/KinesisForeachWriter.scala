@@ -15,10 +15,10 @@ final class KinesisWriteException(message: String, cause: Throwable) extends Run
 
 /** Writes rows to Kinesis through a shared per-JVM KPL, with the queue limit enforced before each put.
   *
-  * Built on the driver by `KinesisWriter.create` (options and schema already checked) and
-  * serialized to tasks; each task gets its own copy, so the per-writer state below is per task.
-  * `close` is the epoch's commit: every record this task put must be confirmed before it returns,
-  * so a query restarted from its checkpoint loses nothing (at-least-once).
+  * Built on the driver by `KinesisWriter.create` (options and schema already checked) and serialized to tasks; each
+  * task gets its own copy, so the per-writer state below is per task. `close` is the epoch's commit: every record this
+  * task put must be confirmed before it returns, so a query restarted from its checkpoint loses nothing
+  * (at-least-once).
   */
 class KinesisForeachWriter(
     val options: KinesisWriterOptions,
@@ -42,7 +42,12 @@ class KinesisForeachWriter(
     state = s
     val m = producer.metrics
     val p = producer
-    limiter = new QueueLimiter(options.queueLimit, () => p.outstanding, p.latch, () => { m.backpressureCycles.inc(); s.cycles += 1 })
+    limiter = new QueueLimiter(
+      options.queueLimit,
+      () => p.outstanding,
+      p.latch,
+      () => { m.backpressureCycles.inc(); s.cycles += 1 }
+    )
     true
   }
 
@@ -111,8 +116,8 @@ object KinesisForeachWriter {
     )
 }
 
-/** Completion of one record: runs on the KPL's callback thread (replaces Guava's per-record
-  * `addCallback` wrapper, so it costs no extra allocation).
+/** Completion of one record: runs on the KPL's callback thread (replaces Guava's per-record `addCallback` wrapper, so
+  * it costs no extra allocation).
   */
 private[sparkkinesis] final class RecordCallback(
     future: ListenableFuture[UserRecordResult],
@@ -222,8 +227,8 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
 private[sparkkinesis] object WriterState {
   private val log = LoggerFactory.getLogger(classOf[KinesisForeachWriter])
 
-  /** "ResourceNotFoundException x3 (Stream s not found), then Expired (Record has reached expiration)":
-    * the distinct causes in order, since the last one alone ("Expired") rarely explains anything.
+  /** "ResourceNotFoundException x3 (Stream s not found), then Expired (Record has reached expiration)": the distinct
+    * causes in order, since the last one alone ("Expired") rarely explains anything.
     */
   def summarize(attempts: Seq[Attempt]): String =
     if (attempts.isEmpty) "no attempt details"
@@ -251,7 +256,10 @@ private[sparkkinesis] object WriterState {
           e
         )
       case other =>
-        new KinesisWriteException(s"Writing a record to $where failed: ${other.getClass.getSimpleName}: ${other.getMessage}", other)
+        new KinesisWriteException(
+          s"Writing a record to $where failed: ${other.getClass.getSimpleName}: ${other.getMessage}",
+          other
+        )
     }
   }
 }

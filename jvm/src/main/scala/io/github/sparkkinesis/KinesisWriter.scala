@@ -12,8 +12,8 @@ import scala.jdk.CollectionConverters._
   */
 object KinesisWriter {
 
-  /** Parses and validates options and the schema on the driver; every mistake is an
-    * `IllegalArgumentException` naming the option or column and the fix.
+  /** Parses and validates options and the schema on the driver; every mistake is an `IllegalArgumentException` naming
+    * the option or column and the fix.
     */
   def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
     val parsed = KinesisWriterOptions.parse(options)

@@ -3,8 +3,8 @@ package io.github.sparkkinesis
 import scala.collection.immutable.SortedMap
 import scala.jdk.CollectionConverters._
 
-/** The driver's default region from its environment or profile; never EC2 metadata (slow or absent
-  * off EC2, and the executors' answer may differ anyway).
+/** The driver's default region from its environment or profile; never EC2 metadata (slow or absent off EC2, and the
+  * executors' answer may differ anyway).
   */
 private[sparkkinesis] object DriverRegion {
   import software.amazon.awssdk.regions.providers.{AwsProfileRegionProvider, SystemSettingsRegionProvider}
@@ -21,8 +21,10 @@ private[sparkkinesis] object DriverRegion {
 /** How records without a `partitionKey` column get one. */
 sealed abstract class Partitioner(val name: String) extends Serializable
 object Partitioner {
+
   /** A fresh random key per record: spreads load evenly over all shards. */
   case object Random extends Partitioner("random")
+
   /** One key per Spark partition: records of a partition land on one shard, in order. */
   case object Fixed extends Partitioner("fixed")
   val all: Seq[Partitioner] = Seq(Random, Fixed)
@@ -48,7 +50,9 @@ final case class ProducerConfig(
     }
 
   override def toString: String = {
-    val shownKpl = kpl.map { case (k, v) => if (KplSettings.byName.get(k).exists(_.secret)) k -> Redact.secret else k -> v }
+    val shownKpl = kpl.map { case (k, v) =>
+      if (KplSettings.byName.get(k).exists(_.secret)) k -> Redact.secret else k -> v
+    }
     s"ProducerConfig(region=${region.getOrElse("<default>")}, endpoint=${endpoint.getOrElse("<default>")}, " +
       s"credentials=$credentials, kpl=${shownKpl.map { case (k, v) => s"$k=$v" }.mkString("{", ", ", "}")})"
   }
@@ -95,11 +99,12 @@ object KinesisWriterOptions {
   val RoleSessionName = "role_session_name"
   val RoleExternalId = "role_external_id"
   val StsEndpoint = "sts_endpoint"
+
   /** KPL settings travel as `kpl.<ExactKplName>`; Python's `kpl={...}` dict becomes these keys. */
   val KplPrefix = "kpl."
 
-  /** Bounded by default: an unbounded KPL queue is the bug this library exists to fix. At 100-byte
-    * records this is ~1 MB queued; see docs/configuration.md for sizing.
+  /** Bounded by default: an unbounded KPL queue is the bug this library exists to fix. At 100-byte records this is ~1
+    * MB queued; see docs/configuration.md for sizing.
     */
   val DefaultQueueLimit = 10000
   val DefaultFlushTimeoutMs = 300000L
@@ -107,7 +112,8 @@ object KinesisWriterOptions {
   val DefaultRoleSessionName = "spark-kinesis"
 
   /** Keys whose values are secrets: never logged, printed or put in messages. */
-  val SecretKeys: Set[String] = Set(AccessKeyId, SecretAccessKey, SessionToken, RoleExternalId, KplPrefix + "ProxyPassword")
+  val SecretKeys: Set[String] =
+    Set(AccessKeyId, SecretAccessKey, SessionToken, RoleExternalId, KplPrefix + "ProxyPassword")
 
   /** Every writer option with its type and default (the table Python and the docs are checked against). */
   val table: Seq[(String, String, String)] = Seq(
@@ -144,17 +150,21 @@ object KinesisWriterOptions {
       )
     }
     def str(key: String): Option[String] = own.get(key).map(_.trim).filter(_.nonEmpty)
-    def positiveLong(key: String, default: Long): Long = str(key).map { v =>
-      val n = Parse.long(key, v)
-      if (n <= 0) throw Parse.bad(key, v, "a positive number of milliseconds")
-      n
-    }.getOrElse(default)
+    def positiveLong(key: String, default: Long): Long = str(key)
+      .map { v =>
+        val n = Parse.long(key, v)
+        if (n <= 0) throw Parse.bad(key, v, "a positive number of milliseconds")
+        n
+      }
+      .getOrElse(default)
 
-    val queueLimit = str(QueueLimit).map { v =>
-      val n = Parse.int(QueueLimit, v)
-      if (n < 1) throw Parse.bad(QueueLimit, v, "at least 1 (records outstanding in the KPL per executor JVM)")
-      n
-    }.getOrElse(DefaultQueueLimit)
+    val queueLimit = str(QueueLimit)
+      .map { v =>
+        val n = Parse.int(QueueLimit, v)
+        if (n < 1) throw Parse.bad(QueueLimit, v, "at least 1 (records outstanding in the KPL per executor JVM)")
+        n
+      }
+      .getOrElse(DefaultQueueLimit)
 
     val kpl = SortedMap(kplRaw.map { case (k, v) => k.stripPrefix(KplPrefix) -> v }.toSeq: _*)
     val endpoint = str(EndpointKey).map(parseEndpoint)
@@ -184,9 +194,11 @@ object KinesisWriterOptions {
       queueLimit = queueLimit,
       failOnError = str(FailOnError).forall(Parse.bool(FailOnError, _)),
       partitioner = str(PartitionerKey).map { v =>
-        Partitioner.all.find(_.name.equalsIgnoreCase(v)).getOrElse(
-          throw Parse.bad(PartitionerKey, v, Partitioner.all.map(_.name).mkString(" or "))
-        )
+        Partitioner.all
+          .find(_.name.equalsIgnoreCase(v))
+          .getOrElse(
+            throw Parse.bad(PartitionerKey, v, Partitioner.all.map(_.name).mkString(" or "))
+          )
       },
       flushTimeoutMs = positiveLong(FlushTimeoutMs, DefaultFlushTimeoutMs),
       producerIdleTimeoutMs = positiveLong(ProducerIdleTimeoutMs, DefaultProducerIdleTimeoutMs),
@@ -219,7 +231,8 @@ object KinesisWriterOptions {
     }
     if (host.isEmpty) throw fail("the host is empty")
     if (host.contains("_")) throw fail("the KPL rejects underscores in host names (use an alias or IP)")
-    if (HostPattern.findFirstIn(host).isEmpty) throw fail("the host has characters other than letters, digits, '.' and '-'")
+    if (HostPattern.findFirstIn(host).isEmpty)
+      throw fail("the host has characters other than letters, digits, '.' and '-'")
     Endpoint(host, port)
   }
 
@@ -231,15 +244,21 @@ object KinesisWriterOptions {
     val role = str(RoleArn)
     (key, secret) match {
       case (Some(_), None) =>
-        throw new IllegalArgumentException(s"Option $AccessKeyId is set but $SecretAccessKey is not: set both, or neither.")
+        throw new IllegalArgumentException(
+          s"Option $AccessKeyId is set but $SecretAccessKey is not: set both, or neither."
+        )
       case (None, Some(_)) =>
-        throw new IllegalArgumentException(s"Option $SecretAccessKey is set but $AccessKeyId is not: set both, or neither.")
+        throw new IllegalArgumentException(
+          s"Option $SecretAccessKey is set but $AccessKeyId is not: set both, or neither."
+        )
       case _ =>
     }
     if (token.isDefined && key.isEmpty)
       throw new IllegalArgumentException(s"Option $SessionToken needs $AccessKeyId and $SecretAccessKey.")
     if (profile.isDefined && key.isDefined)
-      throw new IllegalArgumentException(s"Options $ProfileName and $AccessKeyId conflict: choose one credentials source.")
+      throw new IllegalArgumentException(
+        s"Options $ProfileName and $AccessKeyId conflict: choose one credentials source."
+      )
     if (role.isEmpty) {
       Seq(RoleSessionName, RoleExternalId, StsEndpoint).find(k => str(k).isDefined).foreach { k =>
         throw new IllegalArgumentException(s"Option $k only applies to assume-role: set $RoleArn too, or remove $k.")
@@ -252,8 +271,16 @@ object KinesisWriterOptions {
     role match {
       case Some(arn) =>
         if (!arn.startsWith("arn:"))
-          throw new IllegalArgumentException(s"Option $RoleArn='$arn' is not an IAM role ARN (arn:aws:iam::<account>:role/<name>).")
-        Credentials.AssumeRole(arn, str(RoleSessionName).getOrElse(DefaultRoleSessionName), str(RoleExternalId), str(StsEndpoint), base)
+          throw new IllegalArgumentException(
+            s"Option $RoleArn='$arn' is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)."
+          )
+        Credentials.AssumeRole(
+          arn,
+          str(RoleSessionName).getOrElse(DefaultRoleSessionName),
+          str(RoleExternalId),
+          str(StsEndpoint),
+          base
+        )
       case None => base
     }
   }

@@ -4,9 +4,9 @@ import software.amazon.kinesis.producer.KinesisProducerConfiguration
 
 /** Every settable `KinesisProducerConfiguration` property, by its exact KPL name.
   *
-  * Explicit rather than reflective: `KinesisProducerConfiguration.fromProperties` warns and
-  * ignores unknown names (we reject them), accepts `Boolean.valueOf("yes") == false` (we
-  * reject it), and `getMethods()` would need the Glue schema-registry classes we exclude.
+  * Explicit rather than reflective: `KinesisProducerConfiguration.fromProperties` warns and ignores unknown names (we
+  * reject them), accepts `Boolean.valueOf("yes") == false` (we reject it), and `getMethods()` would need the Glue
+  * schema-registry classes we exclude.
   */
 private[sparkkinesis] object KplSettings {
   type Kpc = KinesisProducerConfiguration
@@ -61,7 +61,9 @@ private[sparkkinesis] object KplSettings {
     long("RequestTimeout")(_.setRequestTimeout(_)),
     bool("ReturnUserRecordOnFailure")(_.setReturnUserRecordOnFailure(_)),
     str("TempDirectory")(_.setTempDirectory(_)),
-    str("ThreadingModel")((c, v) => c.setThreadingModel(Parse.oneOf("kpl.ThreadingModel", v, Seq("PER_REQUEST", "POOLED")))),
+    str("ThreadingModel")((c, v) =>
+      c.setThreadingModel(Parse.oneOf("kpl.ThreadingModel", v, Seq("PER_REQUEST", "POOLED")))
+    ),
     int("ThreadPoolSize")(_.setThreadPoolSize(_)),
     long("UserRecordTimeoutInMillis")(_.setUserRecordTimeoutInMillis(_)),
     bool("VerifyCertificate")(_.setVerifyCertificate(_))
@@ -69,8 +71,8 @@ private[sparkkinesis] object KplSettings {
 
   val byName: Map[String, Setting] = all.map(s => s.name -> s).toMap
 
-  /** Defaults the writer applies only where the user set none. Spark's metrics replace the
-    * KPL's CloudWatch upload, which otherwise needs `cloudwatch:PutMetricData` and costs money.
+  /** Defaults the writer applies only where the user set none. Spark's metrics replace the KPL's CloudWatch upload,
+    * which otherwise needs `cloudwatch:PutMetricData` and costs money.
     */
   val writerDefaults: Map[String, String] = Map("MetricsLevel" -> "none")
 

@@ -4,10 +4,10 @@ import java.util.concurrent.atomic.AtomicLong
 
 import com.codahale.metrics.{Counter, Gauge, Histogram, MetricRegistry, Timer}
 
-/** One producer's metrics (Codahale), reported through Spark's metrics system as the source
-  * `kinesisProducer.<stream>`. Hot-path updates are `LongAdder`-backed counters and an atomic
-  * add; the latency histogram is sampled (1 in [[ProducerMetrics.LatencySampleEvery]]) and
-  * the KPL daemon's own metrics are polled off the hot path by the pool's reaper thread.
+/** One producer's metrics (Codahale), reported through Spark's metrics system as the source `kinesisProducer.<stream>`.
+  * Hot-path updates are `LongAdder`-backed counters and an atomic add; the latency histogram is sampled (1 in
+  * [[ProducerMetrics.LatencySampleEvery]]) and the KPL daemon's own metrics are polled off the hot path by the pool's
+  * reaper thread.
   */
 final class ProducerMetrics(outstandingRecords: () => Long) {
   import ProducerMetrics._
@@ -57,7 +57,14 @@ object ProducerMetrics {
 
   /** Every metric name a source registers (docs/metrics.md is checked against this). */
   val names: Seq[String] = Seq(
-    BackpressureCycles, OutstandingRecordsCount, RecordsSent, RecordsFailed, BytesSent, OutstandingBytes,
-    BackpressureWaitTime, PutLatency, Retries
+    BackpressureCycles,
+    OutstandingRecordsCount,
+    RecordsSent,
+    RecordsFailed,
+    BytesSent,
+    OutstandingBytes,
+    BackpressureWaitTime,
+    PutLatency,
+    Retries
   ) ++ DaemonMetrics.map(_._1)
 }

@@ -34,9 +34,9 @@ final class SharedProducer private[sparkkinesis] (
   override def toString: String = s"SharedProducer#$id($config)"
 }
 
-/** Reference-counted producers keyed by (stream label, config), closed after an idle timeout and
-  * at JVM exit. One daemon per stream keeps each stream's queue bound and metrics its own.
-  * The clock and factory are injected so eviction is unit-testable without a daemon.
+/** Reference-counted producers keyed by (stream label, config), closed after an idle timeout and at JVM exit. One
+  * daemon per stream keeps each stream's queue bound and metrics its own. The clock and factory are injected so
+  * eviction is unit-testable without a daemon.
   */
 final class ProducerPool(
     factory: ProducerConfig => ProducerClient,
@@ -116,6 +116,7 @@ final class ProducerPool(
 }
 
 object ProducerPool {
+
   /** Writers with the same stream label and KPL config share a daemon. */
   final case class Key(label: String, config: ProducerConfig)
 

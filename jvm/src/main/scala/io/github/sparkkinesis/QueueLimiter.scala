@@ -2,14 +2,18 @@ package io.github.sparkkinesis
 
 /** Blocks the caller while the KPL holds `limit` or more outstanding records.
   *
-  * Each pass counts a backpressure cycle and waits on the latch that KPL callbacks trigger,
-  * at most `stepMs`, so a missed wake-up costs one step, never a hang. It never calls
-  * `flush()`: that would send half-filled aggregates (FLINK-9374 review).
+  * Each pass counts a backpressure cycle and waits on the latch that KPL callbacks trigger, at most `stepMs`, so a
+  * missed wake-up costs one step, never a hang. It never calls `flush()`: that would send half-filled aggregates
+  * (FLINK-9374 review).
   *
-  * @param onCycle  called once per wait step (the `backpressureCycles` metric)
-  * @param check    rethrows the writer's first async error, so a failing stream stops the wait
-  * @param warn     told (once per blocked call) when one call has waited over `warnAfterMs`
-  * @return nanoseconds spent blocked
+  * @param onCycle
+  *   called once per wait step (the `backpressureCycles` metric)
+  * @param check
+  *   rethrows the writer's first async error, so a failing stream stops the wait
+  * @param warn
+  *   told (once per blocked call) when one call has waited over `warnAfterMs`
+  * @return
+  *   nanoseconds spent blocked
   */
 final class QueueLimiter(
     limit: Int,

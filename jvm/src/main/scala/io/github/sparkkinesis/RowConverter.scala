@@ -14,9 +14,9 @@ final case class KinesisRecord(stream: String, partitionKey: String, explicitHas
 
 /** Row → record, with the column layout resolved once on the driver by [[RowConverter.forSchema]].
   *
-  * Columns follow Spark's Kafka sink: `data` (binary or string, required), `partitionKey`
-  * (string, unless a partitioner supplies it), `explicitHashKey` (decimal string, optional),
-  * `streamName` (string, optional per-row routing). Other columns are ignored.
+  * Columns follow Spark's Kafka sink: `data` (binary or string, required), `partitionKey` (string, unless a partitioner
+  * supplies it), `explicitHashKey` (decimal string, optional), `streamName` (string, optional per-row routing). Other
+  * columns are ignored.
   */
 final class RowConverter private (
     dataIndex: Int,
@@ -32,7 +32,9 @@ final class RowConverter private (
 
   def convert(row: Row, partitionId: Long): KinesisRecord = {
     if (row.isNullAt(dataIndex))
-      throw new IllegalArgumentException(s"Column '$Data' is null in a row; Kinesis records need data. Filter nulls out or coalesce them.")
+      throw new IllegalArgumentException(
+        s"Column '$Data' is null in a row; Kinesis records need data. Filter nulls out or coalesce them."
+      )
     val bytes =
       if (dataIsString) row.getString(dataIndex).getBytes(StandardCharsets.UTF_8)
       else row.getAs[Array[Byte]](dataIndex)
@@ -48,21 +50,28 @@ final class RowConverter private (
     if (streamNameIndex >= 0 && !row.isNullAt(streamNameIndex)) {
       val s = row.getString(streamNameIndex)
       if (s.trim.isEmpty)
-        throw new IllegalArgumentException(s"Column '$StreamName' is empty in a row. Give every row a stream, or null to use stream_name.")
+        throw new IllegalArgumentException(
+          s"Column '$StreamName' is empty in a row. Give every row a stream, or null to use stream_name."
+        )
       s
     } else
       defaultStream.getOrElse(
-        throw new IllegalArgumentException(s"Column '$StreamName' is null in a row and option stream_name is not set. Set stream_name as the default.")
+        throw new IllegalArgumentException(
+          s"Column '$StreamName' is null in a row and option stream_name is not set. Set stream_name as the default."
+        )
       )
   }
 
   private def partitionKey(row: Row, partitionId: Long): String = partitioner match {
-    case Some(Partitioner.Random) => new UUID(ThreadLocalRandom.current().nextLong(), ThreadLocalRandom.current().nextLong()).toString
-    case Some(Partitioner.Fixed)  => java.lang.Long.toString(partitionId)
+    case Some(Partitioner.Random) =>
+      new UUID(ThreadLocalRandom.current().nextLong(), ThreadLocalRandom.current().nextLong()).toString
+    case Some(Partitioner.Fixed) => java.lang.Long.toString(partitionId)
     case None =>
       val k = if (row.isNullAt(partitionKeyIndex)) null else row.getString(partitionKeyIndex)
       if (k == null || k.isEmpty)
-        throw new IllegalArgumentException(s"Column '$PartitionKey' is ${if (k == null) "null" else "empty"} in a row; Kinesis needs 1 to 256 characters. Coalesce it, or use partitioner='random'.")
+        throw new IllegalArgumentException(
+          s"Column '$PartitionKey' is ${if (k == null) "null" else "empty"} in a row; Kinesis needs 1 to 256 characters. Coalesce it, or use partitioner='random'."
+        )
       if (k.length > MaxPartitionKeyLength)
         throw new IllegalArgumentException(
           s"Column '$PartitionKey' holds a key of ${k.length} characters (starting '${k.take(16)}...'); Kinesis allows 1 to $MaxPartitionKeyLength. Shorten or hash it."
@@ -129,7 +138,9 @@ object RowConverter {
     }
     val sn = requireString(StreamName)
     if (sn < 0 && options.streamName.isEmpty)
-      throw new IllegalArgumentException(s"No stream to write to: set option stream_name, or add a '$StreamName' column.")
+      throw new IllegalArgumentException(
+        s"No stream to write to: set option stream_name, or add a '$StreamName' column."
+      )
     new RowConverter(
       dataIndex,
       dataType == StringType,

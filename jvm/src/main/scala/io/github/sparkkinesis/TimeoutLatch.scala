@@ -1,8 +1,8 @@
 package io.github.sparkkinesis
 
-/** A wait that any thread can cut short (FLINK-9374's `TimeoutLatch`): `await` blocks for at most
-  * `timeoutMs`; `trigger` wakes every waiter. Cheap to trigger when nobody waits, so KPL callbacks
-  * call it for every completed record.
+/** A wait that any thread can cut short (FLINK-9374's `TimeoutLatch`): `await` blocks for at most `timeoutMs`;
+  * `trigger` wakes every waiter. Cheap to trigger when nobody waits, so KPL callbacks call it for every completed
+  * record.
   */
 final class TimeoutLatch {
   private val lock = new Object

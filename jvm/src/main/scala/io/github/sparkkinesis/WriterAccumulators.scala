@@ -4,9 +4,9 @@ import org.apache.spark.SparkContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.util.LongAccumulator
 
-/** Driver-side totals of one writer: named accumulators, so they also show on the Spark UI's stage
-  * pages. Tasks add their totals once, in `close`, from the task thread. Failed task attempts'
-  * updates are discarded by Spark, so these count confirmed records of successful tasks.
+/** Driver-side totals of one writer: named accumulators, so they also show on the Spark UI's stage pages. Tasks add
+  * their totals once, in `close`, from the task thread. Failed task attempts' updates are discarded by Spark, so these
+  * count confirmed records of successful tasks.
   */
 final class WriterAccumulators private (
     val recordsSent: LongAccumulator,
@@ -37,8 +37,8 @@ final class WriterAccumulators private (
 object WriterAccumulators {
   val Names: Seq[String] = Seq("recordsSent", "recordsFailed", "bytesSent", "backpressureCycles", "backpressureWaitMs")
 
-  /** Registers the accumulators `kinesis.<label>.<name>` with the driver's SparkContext, if any.
-    * py4j calls arrive on a gateway thread, where the thread-local active session may be unset.
+  /** Registers the accumulators `kinesis.<label>.<name>` with the driver's SparkContext, if any. py4j calls arrive on a
+    * gateway thread, where the thread-local active session may be unset.
     */
   def register(label: String): Option[WriterAccumulators] =
     SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).map(s => register(s.sparkContext, label))

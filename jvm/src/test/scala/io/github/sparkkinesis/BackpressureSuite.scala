@@ -48,11 +48,18 @@ class BackpressureSuite extends AnyFunSuite {
     val cycles = new AtomicLong
     var now = 0L
     val latch = new TimeoutLatch
-    val limiter = new QueueLimiter(5, () => outstanding.get, latch, () => {
-      cycles.incrementAndGet()
-      now += 300L * 1000000L // each step "takes" 300 ms on the injected clock
-      if (cycles.get == 4) outstanding.set(4)
-    }, nanoClock = () => now, stepMs = 1)
+    val limiter = new QueueLimiter(
+      5,
+      () => outstanding.get,
+      latch,
+      () => {
+        cycles.incrementAndGet()
+        now += 300L * 1000000L // each step "takes" 300 ms on the injected clock
+        if (cycles.get == 4) outstanding.set(4)
+      },
+      nanoClock = () => now,
+      stepMs = 1
+    )
     var warnedAt = -1L
     limiter.await(() => (), ms => warnedAt = ms)
     assert(cycles.get == 4)

@@ -28,7 +28,8 @@ final class FakeProducer extends ProducerClient {
 
   /** Completes the oldest `n` outstanding records successfully. */
   def succeed(n: Int): Unit = (1 to n).foreach { _ =>
-    Option(inFlight.poll()).foreach(_._2.set(new UserRecordResult(List(new Attempt(0, 5, null, null, true)).asJava, "1", "shardId-0", true)))
+    Option(inFlight.poll())
+      .foreach(_._2.set(new UserRecordResult(List(new Attempt(0, 5, null, null, true)).asJava, "1", "shardId-0", true)))
   }
 
   /** Completes the n-th (0-based) outstanding record successfully. */

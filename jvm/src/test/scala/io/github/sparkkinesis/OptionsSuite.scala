@@ -24,7 +24,12 @@ class OptionsSuite extends AnyFunSuite {
 
   test("endpoint forms are normalised to the KPL's bare host and port") {
     assert(KinesisWriterOptions.parseEndpoint("https://127.0.0.1:4567") == Endpoint("127.0.0.1", 4567))
-    assert(KinesisWriterOptions.parseEndpoint("https://kinesis.us-east-1.amazonaws.com/") == Endpoint("kinesis.us-east-1.amazonaws.com", 443))
+    assert(
+      KinesisWriterOptions.parseEndpoint("https://kinesis.us-east-1.amazonaws.com/") == Endpoint(
+        "kinesis.us-east-1.amazonaws.com",
+        443
+      )
+    )
     assert(KinesisWriterOptions.parseEndpoint("localhost:4567") == Endpoint("localhost", 4567))
     assert(KinesisWriterOptions.parseEndpoint("localhost") == Endpoint("localhost", 443))
     val s = parse("endpoint" -> "https://localhost:4567").producer.kplSettings
@@ -33,7 +38,10 @@ class OptionsSuite extends AnyFunSuite {
 
   private val badInputs: Seq[(Seq[(String, String)], Seq[String])] = Seq(
     Seq("stream_nme" -> "x") -> Seq("Unknown option 'stream_nme'", "Did you mean 'stream_name'"),
-    Seq("kpl.RecordMaxBuferedTime" -> "100") -> Seq("kpl.RecordMaxBuferedTime is not a KPL setting", "Did you mean 'RecordMaxBufferedTime'"),
+    Seq("kpl.RecordMaxBuferedTime" -> "100") -> Seq(
+      "kpl.RecordMaxBuferedTime is not a KPL setting",
+      "Did you mean 'RecordMaxBufferedTime'"
+    ),
     Seq("queue_limit" -> "0") -> Seq("queue_limit='0'", "at least 1"),
     Seq("queue_limit" -> "ten") -> Seq("queue_limit='ten'", "whole number"),
     Seq("fail_on_error" -> "yes") -> Seq("fail_on_error='yes'", "true or false"),
@@ -74,7 +82,12 @@ class OptionsSuite extends AnyFunSuite {
     assert(askedFor == Some("dev"), "the profile's region is looked up")
     val e = intercept[IllegalArgumentException](KinesisWriterOptions.parse(noRegion, _ => None))
     assert(e.getMessage.contains("Option region is not set") && e.getMessage.contains("AWS_REGION"))
-    assert(KinesisWriterOptions.parse(noRegion + ("kpl.Region" -> "us-west-2"), _ => None).producer.kplSettings("Region") == "us-west-2")
+    assert(
+      KinesisWriterOptions
+        .parse(noRegion + ("kpl.Region" -> "us-west-2"), _ => None)
+        .producer
+        .kplSettings("Region") == "us-west-2"
+    )
   }
 
   test("a secret in a bad KPL value is not echoed") {
@@ -94,10 +107,20 @@ class OptionsSuite extends AnyFunSuite {
   test("every KPL setting is accepted by its exact name with a valid value") {
     val valid = Map("long" -> "1000", "int" -> "4", "boolean" -> "true", "string" -> "")
     val special = Map(
-      "ThreadingModel" -> "POOLED", "LogLevel" -> "info", "MetricsLevel" -> "none", "MetricsGranularity" -> "shard",
-      "MetricsNamespace" -> "ns", "Region" -> "us-east-1", "KinesisEndpoint" -> "localhost", "CloudwatchEndpoint" -> "localhost",
-      "CollectionMaxSize" -> "1048576", "MaxConnections" -> "4", "MinConnections" -> "1", "DaemonHealthCheckTimeoutMs" -> "30000",
-      "CollectionMaxCount" -> "500", "MaxUserRecordSize" -> "1048576"
+      "ThreadingModel" -> "POOLED",
+      "LogLevel" -> "info",
+      "MetricsLevel" -> "none",
+      "MetricsGranularity" -> "shard",
+      "MetricsNamespace" -> "ns",
+      "Region" -> "us-east-1",
+      "KinesisEndpoint" -> "localhost",
+      "CloudwatchEndpoint" -> "localhost",
+      "CollectionMaxSize" -> "1048576",
+      "MaxConnections" -> "4",
+      "MinConnections" -> "1",
+      "DaemonHealthCheckTimeoutMs" -> "30000",
+      "CollectionMaxCount" -> "500",
+      "MaxUserRecordSize" -> "1048576"
     )
     KplSettings.all.foreach { s =>
       KplSettings.validate(Map(s.name -> special.getOrElse(s.name, valid(s.kind))))

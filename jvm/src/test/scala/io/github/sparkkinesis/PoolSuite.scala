@@ -54,7 +54,10 @@ class PoolSuite extends AnyFunSuite {
     val b = f.pool.acquire(cfgA, "clicks", 1000)
     val a2 = f.pool.acquire(cfgB, "orders", 1000)
     assert(a ne b)
-    assert(Seq(a, b, a2).map(_.sourceName) == Seq("kinesisProducer.orders", "kinesisProducer.clicks", "kinesisProducer.orders.2"))
+    assert(
+      Seq(a, b, a2)
+        .map(_.sourceName) == Seq("kinesisProducer.orders", "kinesisProducer.clicks", "kinesisProducer.orders.2")
+    )
   }
 
   test("closeAll destroys every producer") {
@@ -66,8 +69,16 @@ class PoolSuite extends AnyFunSuite {
   }
 
   test("pool keys never print secrets") {
-    val cfg = TestWriters.options(Map("aws_access_key_id" -> "AKIAXXXXSECRET", "aws_secret_access_key" -> "s3cr3t",
-      "aws_session_token" -> "tok3n", "kpl.ProxyPassword" -> "pr0xy")).producer
+    val cfg = TestWriters
+      .options(
+        Map(
+          "aws_access_key_id" -> "AKIAXXXXSECRET",
+          "aws_secret_access_key" -> "s3cr3t",
+          "aws_session_token" -> "tok3n",
+          "kpl.ProxyPassword" -> "pr0xy"
+        )
+      )
+      .producer
     val s = cfg.toString
     Seq("AKIAXXXXSECRET", "s3cr3t", "tok3n", "pr0xy").foreach(secret => assert(!s.contains(secret), s))
   }

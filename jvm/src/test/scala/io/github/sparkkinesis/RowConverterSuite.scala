@@ -8,9 +8,15 @@ import org.scalatest.funsuite.AnyFunSuite
 
 class RowConverterSuite extends AnyFunSuite {
   private def opts(extra: (String, String)*) = TestWriters.options(extra.toMap)
-  private val full = StructType(Seq(
-    StructField("id", LongType), StructField("data", BinaryType), StructField("partitionKey", StringType),
-    StructField("explicitHashKey", StringType), StructField("streamName", StringType)))
+  private val full = StructType(
+    Seq(
+      StructField("id", LongType),
+      StructField("data", BinaryType),
+      StructField("partitionKey", StringType),
+      StructField("explicitHashKey", StringType),
+      StructField("streamName", StringType)
+    )
+  )
 
   private def row(s: StructType, values: Any*) = new GenericRowWithSchema(values.toArray, s)
   private def bytes(r: KinesisRecord) = { val b = new Array[Byte](r.data.remaining()); r.data.duplicate().get(b); b }
@@ -23,7 +29,13 @@ class RowConverterSuite extends AnyFunSuite {
   }
 
   test("a null streamName falls back to stream_name; string data is UTF-8") {
-    val s = StructType(Seq(StructField("data", StringType), StructField("partitionKey", StringType), StructField("streamName", StringType)))
+    val s = StructType(
+      Seq(
+        StructField("data", StringType),
+        StructField("partitionKey", StringType),
+        StructField("streamName", StringType)
+      )
+    )
     val r = RowConverter.forSchema(s, opts()).convert(row(s, "héllo", "k", null), 0)
     assert(r.stream == "s" && r.explicitHashKey == null)
     assert(new String(bytes(r), StandardCharsets.UTF_8) == "héllo")
@@ -43,17 +55,26 @@ class RowConverterSuite extends AnyFunSuite {
 
   test("schema problems are named with the fix") {
     assert(schemaError(StructType(Seq(StructField("value", StringType)))).contains("no 'data' column"))
-    assert(schemaError(StructType(Seq(StructField("data", IntegerType), StructField("partitionKey", StringType)))).contains("to_json"))
+    assert(
+      schemaError(StructType(Seq(StructField("data", IntegerType), StructField("partitionKey", StringType))))
+        .contains("to_json")
+    )
     assert(schemaError(TestWriters.binarySchema).contains("no 'partitionKey' column"))
-    assert(schemaError(StructType(Seq(StructField("data", StringType), StructField("partitionKey", IntegerType)))).contains("must be string"))
+    assert(
+      schemaError(StructType(Seq(StructField("data", StringType), StructField("partitionKey", IntegerType))))
+        .contains("must be string")
+    )
     assert(schemaError(TestWriters.schema, "partitioner" -> "random").contains("conflicts"))
-    val noStream = intercept[IllegalArgumentException](RowConverter.forSchema(TestWriters.schema,
-      KinesisWriterOptions.parse(Map("region" -> "us-east-1")))).getMessage
+    val noStream = intercept[IllegalArgumentException](
+      RowConverter.forSchema(TestWriters.schema, KinesisWriterOptions.parse(Map("region" -> "us-east-1")))
+    ).getMessage
     assert(noStream.contains("No stream to write to"))
   }
 
   private def rowError(values: Any*): String =
-    intercept[IllegalArgumentException](RowConverter.forSchema(full, opts()).convert(row(full, values: _*), 0)).getMessage
+    intercept[IllegalArgumentException](
+      RowConverter.forSchema(full, opts()).convert(row(full, values: _*), 0)
+    ).getMessage
 
   test("bad row values are named") {
     assert(rowError(1L, null, "k", null, null).contains("'data' is null"))
@@ -63,13 +84,21 @@ class RowConverterSuite extends AnyFunSuite {
     assert(rowError(1L, Array[Byte](1), "k", "12a", null).contains("not a decimal integer"))
     assert(rowError(1L, Array[Byte](1), "k", BigInt(2).pow(128).toString, null).contains("0..2^128-1"))
     assert(rowError(1L, Array[Byte](1), "k", null, " ").contains("'streamName' is empty"))
-    val big = intercept[IllegalArgumentException](RowConverter.forSchema(full, opts("kpl.MaxUserRecordSize" -> "64"))
-      .convert(row(full, 1L, new Array[Byte](65), "k", null, null), 0)).getMessage
+    val big = intercept[IllegalArgumentException](
+      RowConverter
+        .forSchema(full, opts("kpl.MaxUserRecordSize" -> "64"))
+        .convert(row(full, 1L, new Array[Byte](65), "k", null, null), 0)
+    ).getMessage
     assert(big.contains("65 bytes") && big.contains("MaxUserRecordSize of 64"))
   }
 
   test("the largest hash key is accepted") {
     val max = (BigInt(2).pow(128) - 1).toString
-    assert(RowConverter.forSchema(full, opts()).convert(row(full, 1L, Array[Byte](1), "k", max, null), 0).explicitHashKey == max)
+    assert(
+      RowConverter
+        .forSchema(full, opts())
+        .convert(row(full, 1L, Array[Byte](1), "k", max, null), 0)
+        .explicitHashKey == max
+    )
   }
 }

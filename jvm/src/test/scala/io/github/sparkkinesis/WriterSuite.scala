@@ -83,7 +83,8 @@ class WriterSuite extends AnyFunSuite {
     val w = writer(fakes)
     w.open(0, 0)
     val dead = fakes.last
-    dead.failPutWith = Some(new DaemonException("The child process has been shutdown and can no longer accept messages."))
+    dead.failPutWith =
+      Some(new DaemonException("The child process has been shutdown and can no longer accept messages."))
     val e = intercept[KinesisWriteException](w.process(row("a", "1")))
     assert(e.getMessage.contains("KPL daemon is not running"))
     w.close(e)
@@ -120,12 +121,15 @@ class WriterSuite extends AnyFunSuite {
       new Attempt(0, 5, "Stream x not found", "ResourceNotFoundException", false),
       new Attempt(0, 5, "Record has reached expiration", "Expired", false)
     )
-    assert(WriterState.summarize(attempts) ==
-      "ResourceNotFoundException x2 (Stream x not found), then Expired (Record has reached expiration)")
+    assert(
+      WriterState.summarize(attempts) ==
+        "ResourceNotFoundException x2 (Stream x not found), then Expired (Record has reached expiration)"
+    )
   }
 
   test("toString carries no secret") {
-    val w = writer(new FakePool, Map("aws_access_key_id" -> "AKIASECRETKEYID", "aws_secret_access_key" -> "sekrit/Value"))
+    val w =
+      writer(new FakePool, Map("aws_access_key_id" -> "AKIASECRETKEYID", "aws_secret_access_key" -> "sekrit/Value"))
     for (s <- Seq(w.toString, w.options.toString, w.options.producer.toString)) {
       assert(!s.contains("AKIASECRETKEYID") && !s.contains("sekrit/Value"), s)
     }
