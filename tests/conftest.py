@@ -30,6 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: runs real Spark + KPL + embedded Kinesis")
     config.addinivalue_line("markers", "install: builds and installs artifacts (wheel, --packages)")
     config.addinivalue_line("markers", "bad_input: one bad option, schema, row or environment and its error")
+    config.addinivalue_line("markers", "faults: a fault scenario (throttling, outages, kills) with id accounting")
 
 
 def assembly_jar() -> str:

@@ -6,7 +6,13 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference, LongAdder}
 import com.google.common.util.concurrent.{Futures, ListenableFuture, MoreExecutors}
 import org.apache.spark.sql.{ForeachWriter, Row}
 import org.slf4j.LoggerFactory
-import software.amazon.kinesis.producer.{Attempt, DaemonException, UserRecordFailedException, UserRecordResult}
+import software.amazon.kinesis.producer.{
+  Attempt,
+  DaemonException,
+  FutureTimedOutException,
+  UserRecordFailedException,
+  UserRecordResult
+}
 
 import scala.jdk.CollectionConverters._
 
@@ -175,9 +181,13 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     metrics.recordsFailed.inc()
     failedCount.increment()
     t match {
-      case e: UserRecordFailedException if e.getResult != null =>
-        metrics.retries.inc(math.max(0, e.getResult.getAttempts.size - 1).toLong)
+      case e: UserRecordFailedException =>
+        if (e.getResult != null) metrics.retries.inc(math.max(0, e.getResult.getAttempts.size - 1).toLong)
+      case _: FutureTimedOutException =>
       case _ =>
+        // Anything else means the daemon failed (the KPL fails every pending record, then restarts
+        // its child in place): retire this producer so retried tasks get a fresh one.
+        producer.markBroken()
     }
     val described = WriterState.describe(options, t)
     if (options.failOnError) firstError.compareAndSet(null, described)

@@ -39,6 +39,11 @@ final class FakeProducer extends ProducerClient {
     entry._2.set(new UserRecordResult(List(new Attempt(0, 5, null, null, true)).asJava, "1", "shardId-0", true))
   }
 
+  /** Fails every outstanding record as the KPL does when its daemon dies. */
+  def daemonDied(): Unit = while (!inFlight.isEmpty) {
+    Option(inFlight.poll()).foreach(_._2.setException(new RuntimeException("Child process exited with code 137")))
+  }
+
   /** Fails the oldest outstanding record as the KPL does after its retries. */
   def failOne(code: String, message: String): Unit = Option(inFlight.poll()).foreach { case (_, f) =>
     val result = new UserRecordResult(List(new Attempt(0, 5, message, code, false)).asJava, null, null, false)

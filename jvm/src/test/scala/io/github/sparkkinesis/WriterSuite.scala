@@ -127,6 +127,34 @@ class WriterSuite extends AnyFunSuite {
     )
   }
 
+  test("records failed by a dying daemon retire the producer; the retried task gets a fresh one") {
+    val fakes = new FakePool
+    val w = writer(fakes)
+    w.open(0, 0)
+    val dead = fakes.last
+    w.process(row("a", "1"))
+    dead.daemonDied()
+    val e = intercept[KinesisWriteException](w.close(null))
+    assert(e.getMessage.contains("Child process exited with code 137"))
+    assert(dead.destroyed, "released and broken: destroyed, never handed out again")
+    val retry = writer(fakes)
+    retry.open(0, 0)
+    assert(fakes.last ne dead)
+    retry.process(row("a", "1"))
+    fakes.last.succeed(1)
+    retry.close(null)
+  }
+
+  test("a record failure (not a daemon failure) keeps the producer") {
+    val fakes = new FakePool
+    val w = writer(fakes, Map("fail_on_error" -> "false"))
+    w.open(0, 0)
+    w.process(row("a", "1"))
+    fakes.last.failOne("InternalFailure", "x")
+    w.close(null)
+    assert(!fakes.last.destroyed && !fakes.pool.live.head.broken)
+  }
+
   test("toString carries no secret") {
     val w =
       writer(new FakePool, Map("aws_access_key_id" -> "AKIASECRETKEYID", "aws_secret_access_key" -> "sekrit/Value"))

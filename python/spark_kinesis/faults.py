@@ -1,0 +1,494 @@
+"""A fault-injecting HTTPS front for a Kinesis emulator, so tests can make it behave like a busy Kinesis.
+
+``FaultFront`` listens with TLS on a free loopback port (the KPL always speaks TLS), forwards every
+request unchanged to the emulator's plain-HTTP port, and returns its answer, unless a fault is on:
+
+* ``enforce_shard_limits`` - per-shard quotas (records/s, bytes/s) like real Kinesis; records over
+  quota get ``ProvisionedThroughputExceededException`` and are not forwarded.
+* ``fail_requests`` - a fraction of *write* requests (``PutRecords`` and ``PutRecord`` only: failing
+  ``ListShards`` etc. changes how the KPL behaves) get HTTP 500, or (``mode="partial"``) a fraction
+  of ``PutRecords`` records get a per-record ``InternalFailure``.
+* ``add_latency`` - a delay before each request is handled.
+* ``outage`` - the port refuses connections, or accepts them and resets them without an answer.
+
+The aiohttp server and client run on an event loop in a daemon thread; the switches may be called
+from any thread while traffic flows. All mutable state lives on the loop: each switch runs there
+and has taken effect when it returns.
+
+Requests whose body the front rewrites (a ``PutRecords`` with some records dropped) keep their
+original SigV4 headers, so their signature no longer matches: fine for kinesis-mock, which only
+checks that the headers exist. Needs ``aiohttp`` and ``trustme`` (see ``requirements-dev.txt``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import random
+import socket
+import ssl
+import struct
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import trustme
+from aiohttp import ClientError, ClientSession, ClientTimeout, web
+
+__all__ = ["FaultFront"]
+
+T = TypeVar("T")
+
+_TARGET_PREFIX = "Kinesis_20131202."
+_JSON = "application/x-amz-json-1.1"
+# Not forwarded: connection-level headers, and ones aiohttp recomputes for the new connection/body.
+_HOP_BY_HOP = frozenset(
+    h.lower()
+    for h in (
+        "Connection Keep-Alive Proxy-Authenticate Proxy-Authorization TE Trailer Transfer-Encoding Upgrade "
+        "Host Content-Length Expect"
+    ).split()
+)
+_ACCOUNT = "000000000000"  # kinesis-mock's account id
+
+
+@dataclass
+class _Bucket:
+    """Token bucket holding at most one second of quota, refilled continuously."""
+
+    records: float
+    bytes: float
+    stamp: float = field(default_factory=time.monotonic)
+
+    def take(self, now: float, limits: tuple[int, int], nbytes: int) -> bool:
+        max_bytes, max_records = limits
+        elapsed, self.stamp = now - self.stamp, now
+        self.records = min(max_records, self.records + elapsed * max_records)
+        self.bytes = min(max_bytes, self.bytes + elapsed * max_bytes)
+        if self.records < 1 or self.bytes < nbytes:
+            return False
+        self.records -= 1
+        self.bytes -= nbytes
+        return True
+
+
+@dataclass(frozen=True)
+class _Shard:
+    shard_id: str
+    start: int
+    end: int
+
+
+def _error(status: int, kind: str, message: str) -> web.Response:
+    body = json.dumps({"__type": kind, "message": message})
+    return web.Response(status=status, text=body, headers={"Content-Type": _JSON})
+
+
+def _record_error(code: str, message: str) -> dict[str, str]:
+    return {"ErrorCode": code, "ErrorMessage": message}
+
+
+def _passed_back(header: str) -> bool:
+    h = header.lower()
+    return h == "content-type" or h.startswith("x-amz")  # x-amzn-RequestId, x-amz-id-2
+
+
+def _hash_key(record: dict[str, Any]) -> int:
+    ehk = record.get("ExplicitHashKey")
+    if ehk is not None:
+        return int(ehk)
+    return int.from_bytes(hashlib.md5(record["PartitionKey"].encode("utf-8")).digest(), "big")
+
+
+def _record_bytes(record: dict[str, Any]) -> int:
+    return len(base64.b64decode(record.get("Data", ""))) + len(record["PartitionKey"].encode("utf-8"))
+
+
+def _stream_name(body: dict[str, Any]) -> str:
+    name = body.get("StreamName")
+    return str(name) if name else str(body.get("StreamARN", "")).rpartition("/")[2]
+
+
+class FaultFront:
+    """HTTPS front for a Kinesis emulator at ``upstream_url`` (e.g. ``http://127.0.0.1:4567``).
+
+    >>> with FaultFront(f"http://127.0.0.1:{km.plain_port}") as front:
+    ...     front.enforce_shard_limits(records_per_s=100)
+    ...     client = boto3.client("kinesis", endpoint_url=front.endpoint, verify=front.ca_pem_path, ...)
+    """
+
+    def __init__(self, upstream_url: str, *, seed: int = 0, upstream_timeout_s: float = 120.0) -> None:
+        self.upstream_url = upstream_url.rstrip("/")
+        self._upstream_timeout_s = upstream_timeout_s
+        self._rng = random.Random(seed)
+        self._port = 0
+        self._ca_pem_path: str | None = None
+        self._ssl: ssl.SSLContext | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self._session: ClientSession | None = None
+        # Switches (only touched on the loop once started).
+        self._limits: tuple[int, int] | None = None  # (bytes_per_s, records_per_s)
+        self._buckets: dict[str, _Bucket] = {}
+        self._shards: dict[str, list[_Shard]] = {}
+        self._fail_fraction = 0.0
+        self._fail_mode = "http500"
+        self._latency_s = 0.0
+        self._outage_mode: str | None = None
+        self._outage_timer: asyncio.TimerHandle | None = None
+        self._outage_end: asyncio.Task[None] | None = None  # keeps the timer's task referenced
+        self._stats = dict.fromkeys(
+            (
+                "requests",
+                "forwarded",
+                "throttled_records",
+                "failed_records",
+                "http500",
+                "reset_connections",
+                "refused_periods",
+            ),
+            0,
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> FaultFront:
+        if self._loop is not None:
+            raise RuntimeError("FaultFront already started")
+        ca = trustme.CA()
+        self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ca.issue_cert("127.0.0.1", "localhost").configure_cert(self._ssl)
+        self._ssl.set_alpn_protocols(["http/1.1"])  # no HTTP/2 here, whatever libcurl offers
+        fd, self._ca_pem_path = tempfile.mkstemp(prefix="fault-front-ca-", suffix=".pem")
+        os.close(fd)
+        ca.cert_pem.write_to_path(self._ca_pem_path)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fault-front", daemon=True)
+        self._thread.start()
+        try:
+            self._run(self._start())
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            self._run(self._stop())
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=10)
+            loop.close()
+            self._loop = self._thread = None
+            if self._ca_pem_path:
+                os.unlink(self._ca_pem_path)
+                self._ca_pem_path = None
+
+    def __enter__(self) -> FaultFront:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def endpoint(self) -> str:
+        return f"https://127.0.0.1:{self._port}"
+
+    @property
+    def ca_pem_path(self) -> str:
+        if self._ca_pem_path is None:
+            raise RuntimeError("FaultFront not started")
+        return self._ca_pem_path
+
+    # -- switches (any thread) ------------------------------------------------------------------
+    def enforce_shard_limits(self, bytes_per_s: int | None = 1048576, records_per_s: int = 1000) -> None:
+        """Per-shard quotas as in real Kinesis; ``enforce_shard_limits(None)`` turns them off.
+
+        Each call starts with full buckets and re-reads the shard maps (ListShards, per stream).
+        """
+
+        def apply() -> None:
+            self._limits = None if bytes_per_s is None else (bytes_per_s, records_per_s)
+            self._buckets.clear()
+            self._shards.clear()
+
+        self._call(apply)
+
+    def fail_requests(self, fraction: float, mode: str = "http500") -> None:
+        """Fail ``fraction`` of PutRecords/PutRecord requests (``"http500"``) or of PutRecords records
+        (``"partial"``; a PutRecord is then failed whole) with InternalFailure. ``0`` turns it off."""
+        if mode not in ("http500", "partial") or not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"bad fail_requests({fraction!r}, mode={mode!r})")
+
+        def apply() -> None:
+            self._fail_fraction, self._fail_mode = fraction, mode
+
+        self._call(apply)
+
+    def add_latency(self, ms: float) -> None:
+        """Delay every request by ``ms`` before it is handled; ``0`` turns it off."""
+
+        def apply() -> None:
+            self._latency_s = max(0.0, ms) / 1000.0
+
+        self._call(apply)
+
+    def outage(self, seconds: float, mode: str = "refuse") -> None:
+        """Start an outage of ``seconds`` and return at once (the front ends it by itself).
+
+        ``"refuse"``: nothing listens on the port (connects get ECONNREFUSED); ``"reset"``: connections
+        are accepted and reset without an answer. In both modes requests arriving on connections that
+        were already open are reset too, as a real outage would break them.
+        """
+        if mode not in ("refuse", "reset"):
+            raise ValueError(f"bad outage mode {mode!r}")
+        self._run(self._begin_outage(seconds, mode))
+
+    def end_outage(self) -> None:
+        """End the current outage now (no-op without one); when this returns, the port listens again."""
+        self._run(self._end_outage())
+
+    def stats(self) -> dict[str, int]:
+        return self._call(lambda: dict(self._stats))
+
+    # -- loop plumbing -----------------------------------------------------------------------
+    def _run(self, coro: Any) -> Any:
+        if self._loop is None:
+            coro.close()
+            raise RuntimeError("FaultFront not started")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=60)
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the loop (or right here before start), so state is never shared between threads."""
+        if self._loop is None:
+            return fn()
+
+        async def wrapper() -> T:
+            return fn()
+
+        result: T = self._run(wrapper())
+        return result
+
+    async def _start(self) -> None:
+        self._session = ClientSession(timeout=ClientTimeout(total=self._upstream_timeout_s))
+        # PutRecords bodies reach 5 MiB (plus base64); aiohttp's default cap is 1 MiB.
+        app = web.Application(client_max_size=16 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        await self._listen()
+
+    async def _stop(self) -> None:
+        if self._outage_timer is not None:
+            self._outage_timer.cancel()
+        if self._outage_end is not None:
+            self._outage_end.cancel()  # must not re-listen on a runner being cleaned up
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+    async def _listen(self) -> None:
+        assert self._runner is not None
+        # Port 0 the first time; after a "refuse" outage, the same port again.
+        self._site = web.TCPSite(self._runner, "127.0.0.1", self._port, ssl_context=self._ssl, reuse_address=True)
+        await self._site.start()
+        self._port = int(self._runner.addresses[-1][1])
+
+    async def _begin_outage(self, seconds: float, mode: str) -> None:
+        await self._end_outage()
+        self._outage_mode = mode
+        if mode == "refuse" and self._site is not None:
+            await self._site.stop()  # closes the listening socket at once
+            self._site = None
+            self._stats["refused_periods"] += 1
+        assert self._loop is not None
+        # A timer on the loop ends the outage: the caller never sleeps.
+        self._outage_timer = self._loop.call_later(seconds, self._outage_over)
+
+    def _outage_over(self) -> None:
+        self._outage_timer = None
+        self._outage_end = asyncio.ensure_future(self._end_outage())
+
+    async def _end_outage(self) -> None:
+        if self._outage_timer is not None:
+            self._outage_timer.cancel()
+            self._outage_timer = None
+        self._outage_mode = None
+        if self._site is None:
+            await self._listen()
+
+    # -- request handling --------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self._stats["requests"] += 1
+        if self._outage_mode is not None:
+            return self._reset(request)
+        body = await request.read()
+        if self._latency_s:
+            await asyncio.sleep(self._latency_s)
+        target = request.headers.get("X-Amz-Target", "")
+        op = target[len(_TARGET_PREFIX) :] if target.startswith(_TARGET_PREFIX) else ""
+        if op in ("PutRecords", "PutRecord") and self._fail_fraction:
+            if (self._fail_mode == "http500" or op == "PutRecord") and self._rng.random() < self._fail_fraction:
+                self._stats["http500"] += 1
+                return _error(500, "InternalFailure", "injected")
+        if op == "PutRecords" and (self._limits or (self._fail_mode == "partial" and self._fail_fraction)):
+            return await self._put_records(request, body)
+        if op == "PutRecord" and self._limits:
+            return await self._put_record(request, body)
+        return await self._forward(request, body)
+
+    def _reset(self, request: web.Request) -> web.Response:
+        """Abort the connection with a TCP RST and no answer."""
+        self._stats["reset_connections"] += 1
+        transport = request.transport
+        if transport is not None:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:  # linger 0: close() sends RST instead of FIN
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+        # aiohttp sees the closed transport when writing this and drops it quietly.
+        return web.Response(status=500)
+
+    def _upstream_headers(self, request: web.Request, op: str | None = None) -> dict[str, str]:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        if op is not None:
+            headers["X-Amz-Target"] = _TARGET_PREFIX + op
+        return headers
+
+    async def _upstream(
+        self, request: web.Request, body: bytes, op: str | None = None
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """POST/forward to the emulator; returns status, body and the headers worth passing back."""
+        assert self._session is not None
+        async with self._session.request(
+            request.method,
+            self.upstream_url + request.path_qs,
+            data=body,
+            headers=self._upstream_headers(request, op),
+            allow_redirects=False,
+        ) as resp:
+            data = await resp.read()
+            return resp.status, data, {k: v for k, v in resp.headers.items() if _passed_back(k)}
+
+    async def _forward(self, request: web.Request, body: bytes) -> web.Response:
+        try:
+            status, data, headers = await self._upstream(request, body)
+        except (ClientError, asyncio.TimeoutError) as e:
+            return _error(500, "InternalFailure", f"fault front: upstream failed: {e!r}")
+        self._stats["forwarded"] += 1
+        return web.Response(status=status, body=data, headers=headers)
+
+    async def _shard_map(self, request: web.Request, body: dict[str, Any]) -> list[_Shard] | None:
+        """Open shards of the request's stream, from ListShards on the emulator (cached per stream)."""
+        key = str(body.get("StreamName") or body.get("StreamARN") or "")
+        if key in self._shards:
+            return self._shards[key]
+        ident = {"StreamName": body["StreamName"]} if body.get("StreamName") else {"StreamARN": key}
+        query: dict[str, Any] = dict(ident)
+        shards: list[_Shard] = []
+        while True:
+            try:
+                status, data, _ = await self._upstream(request, json.dumps(query).encode(), "ListShards")
+            except (ClientError, asyncio.TimeoutError):
+                return None
+            if status != 200:
+                return None  # e.g. unknown stream: forwarding gets the emulator's own error
+            page = json.loads(data)
+            for s in page.get("Shards", []):
+                # Closed shards (after resharding) take no writes; kinesis-mock sends an explicit null.
+                if s.get("SequenceNumberRange", {}).get("EndingSequenceNumber") is None:
+                    r = s["HashKeyRange"]
+                    shards.append(_Shard(s["ShardId"], int(r["StartingHashKey"]), int(r["EndingHashKey"])))
+            if not page.get("NextToken"):
+                break
+            query = {"NextToken": page["NextToken"]}
+        self._shards[key] = shards
+        return shards
+
+    def _admit(self, stream: str, shards: list[_Shard], record: dict[str, Any], now: float) -> str | None:
+        """Take quota for one record; returns the throttled shard's id, or None if admitted."""
+        assert self._limits is not None
+        hk = _hash_key(record)
+        shard = next((s for s in shards if s.start <= hk <= s.end), None)
+        if shard is None:
+            return None  # let the emulator judge a hash key outside every shard
+        bucket = self._buckets.get(stream + "/" + shard.shard_id)
+        if bucket is None:
+            max_bytes, max_records = self._limits
+            bucket = self._buckets[stream + "/" + shard.shard_id] = _Bucket(max_records, max_bytes, now)
+        return None if bucket.take(now, self._limits, _record_bytes(record)) else shard.shard_id
+
+    def _throttle_message(self, shard_id: str, stream: str) -> str:
+        return f"Rate exceeded for shard {shard_id} in stream {stream} under account {_ACCOUNT}."
+
+    async def _put_records(self, request: web.Request, raw: bytes) -> web.Response:
+        try:
+            body = json.loads(raw)
+            records: list[dict[str, Any]] = body["Records"]
+        except (ValueError, KeyError, TypeError):
+            return await self._forward(request, raw)  # malformed: the emulator answers
+        stream = _stream_name(body)
+        shards = await self._shard_map(request, body) if self._limits else None
+        # Decide each record's fate in order; None = forward it.
+        results: list[dict[str, str] | None] = []
+        now = time.monotonic()
+        for rec in records:
+            if self._fail_mode == "partial" and self._fail_fraction and self._rng.random() < self._fail_fraction:
+                self._stats["failed_records"] += 1
+                results.append(_record_error("InternalFailure", "injected"))
+                continue
+            shard_id = self._admit(stream, shards, rec, now) if shards is not None else None
+            if shard_id is not None:
+                self._stats["throttled_records"] += 1
+                results.append(
+                    _record_error("ProvisionedThroughputExceededException", self._throttle_message(shard_id, stream))
+                )
+            else:
+                results.append(None)
+        accepted = [rec for rec, res in zip(records, results) if res is None]
+        if len(accepted) == len(records):
+            return await self._forward(request, raw)
+        merged: dict[str, Any] = {}
+        if accepted:
+            try:
+                subset = json.dumps({**body, "Records": accepted}).encode()
+                status, data, headers = await self._upstream(request, subset)
+            except (ClientError, asyncio.TimeoutError) as e:
+                return _error(500, "InternalFailure", f"fault front: upstream failed: {e!r}")
+            self._stats["forwarded"] += 1
+            if status != 200:  # the whole request failed upstream: that answer wins
+                return web.Response(status=status, body=data, headers=headers)
+            merged = json.loads(data)
+            upstream_results = iter(merged["Records"])
+            results = [next(upstream_results) if res is None else res for res in results]
+        merged["Records"] = results
+        merged["FailedRecordCount"] = sum(1 for r in results if r and r.get("ErrorCode"))  # kinesis-mock sends nulls
+        return web.json_response(merged, content_type=_JSON)
+
+    async def _put_record(self, request: web.Request, raw: bytes) -> web.Response:
+        try:
+            body = json.loads(raw)
+            shards = await self._shard_map(request, body)
+            stream = _stream_name(body)
+            shard_id = self._admit(stream, shards, body, time.monotonic()) if shards is not None else None
+        except (ValueError, KeyError, TypeError):
+            return await self._forward(request, raw)
+        if shard_id is None:
+            return await self._forward(request, raw)
+        self._stats["throttled_records"] += 1
+        return _error(400, "ProvisionedThroughputExceededException", self._throttle_message(shard_id, stream))

@@ -1,0 +1,87 @@
+"""A streaming query over ids 0..N-1 in its own process, for fault scenarios.
+
+usage: fault_probe.py CONFIG_JSON
+  keys: master, jar, input, checkpoint, stream, writer_options, fail_first_attempt_partitions (list)
+Prints "BATCH <id>" as batches commit, "SAMPLE <outstanding>" while running (local mode), and
+finally "DONE <json totals>" (exit 0) or "FAILED <message>" (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from pyspark import TaskContext
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import spark_kinesis  # noqa: F401  (installs the foreach hook)
+from spark_kinesis import KinesisWriter
+
+
+def main() -> int:
+    cfg = json.loads(sys.argv[1])
+    spark = (
+        SparkSession.builder.master(cfg["master"])
+        .config("spark.jars", cfg["jar"])
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.executorEnv.AWS_EC2_METADATA_DISABLED", "true")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    df = (
+        spark.readStream.schema("id LONG, pk STRING, b64 STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(cfg["input"])
+        .repartition(2)
+    )
+    fail_parts = set(cfg.get("fail_first_attempt_partitions") or [])
+    if fail_parts:
+
+        @F.udf("long")  # type: ignore[misc]
+        def fail_once(i: int) -> int:
+            ctx = TaskContext.get()
+            # Fail mid-partition on the first attempt: rows before this one were already written.
+            if ctx is not None and ctx.attemptNumber() == 0 and ctx.partitionId() in fail_parts and i % 7 == 3:
+                raise RuntimeError(f"injected failure in partition {ctx.partitionId()}")
+            return i
+
+        df = df.withColumn("id", fail_once("id"))
+    df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"), "id")
+    writer = KinesisWriter(stream_name=cfg["stream"], **cfg["writer_options"])
+    q = (
+        df.writeStream.foreach(writer)
+        .option("checkpointLocation", cfg["checkpoint"])
+        .trigger(availableNow=True)
+        .start()
+    )
+    local = cfg["master"].startswith("local[")
+    seen = -1
+    max_outstanding = 0
+    while q.isActive:
+        p = q.lastProgress
+        if p is not None and p["batchId"] > seen:
+            seen = p["batchId"]
+            print(f"BATCH {seen}", flush=True)
+        if local:
+            snap = str(spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot())
+            outstanding = sum(int(line.split(",")[1]) for line in snap.splitlines() if line)
+            max_outstanding = max(max_outstanding, outstanding)
+        time.sleep(0.05)
+    if q.exception() is not None:
+        print("FAILED " + str(q.exception()).replace("\n", " | ")[:4000], flush=True)
+        return 3
+    executors = spark._jsc.sc().statusStore().executorList(False)
+    failed_tasks = sum(executors.apply(i).failedTasks() for i in range(executors.size()))
+    totals = {**writer.metrics(), "maxOutstanding": max_outstanding, "failedTasks": failed_tasks}
+    print("DONE " + json.dumps(totals), flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""Issue 5: nothing is lost when Kinesis throttles or fails, the endpoint drops, the KPL daemon
+dies, a task or an executor fails, or the driver dies. Each scenario streams ids 0..N-1 with a
+checkpoint, restarts from it where the scenario stops the query, reads the stream back and
+reports sent / delivered / missing (must be 0) / duplicates.
+
+Queries run in their own process (`fault_probe.py`): retries need `local[N,F]`, and kills must
+not touch the shared session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+from conftest import assembly_jar
+from helpers import account, rows_for, write_input
+from procs import find, kill
+from spark_kinesis.testing import read_stream
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT_DIR = ROOT / ".cache" / "reliability"
+
+
+class Probe:
+    """One fault_probe.py process; `on_line` sees every stdout line as it arrives."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
+        env["PYTHONPATH"] = str(ROOT / "python")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "fault_probe.py"), json.dumps(cfg)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+        )
+        self.lines: list[str] = []
+
+    def run(self, on_line: Optional[Callable[[str, "Probe"], None]] = None, timeout_s: float = 600) -> str:
+        import threading
+
+        stderr: list[str] = []
+        t = threading.Thread(target=lambda: stderr.append(self.proc.stderr.read()), daemon=True)
+        t.start()
+        for line in self.proc.stdout:
+            line = line.rstrip("\n")
+            self.lines.append(line)
+            if on_line is not None:
+                on_line(line, self)
+        self.proc.wait(timeout_s)
+        t.join(10)
+        self.stderr = "".join(stderr)
+        return next((x for x in reversed(self.lines) if x.startswith(("DONE", "FAILED"))), "")
+
+    def kill_tree(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def scenario_cfg(kinesis: Any, stream: str, tmp_path: Path, **over: Any) -> dict[str, Any]:
+    cfg = {
+        "master": "local[2,4]",  # 4 attempts per task: local mode retries only like this
+        "jar": assembly_jar(),
+        "input": str(tmp_path / "in"),
+        "checkpoint": str(tmp_path / "ckpt"),
+        "stream": stream,
+        "writer_options": kinesis.writer_options(),
+    }
+    cfg.update(over)
+    return cfg
+
+
+def report(name: str, kinesis: Any, stream: str, n: int, extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    d = account(range(n), read_stream(kinesis.client(), stream))
+    result = {"scenario": name, "sent": n, "delivered": d.delivered, "missing": len(d.missing), "duplicates": d.duplicates}
+    result.update(extra or {})
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / f"{name}.json").write_text(json.dumps(result))
+    print(f"\n{name}: sent={n} delivered={d.delivered} missing={len(d.missing)} duplicates={d.duplicates}")
+    assert d.missing == [], f"{len(d.missing)} missing, first {d.missing[:10]}"
+    return result
+
+
+def first_batch_then(action: Callable[["Probe"], None]) -> Callable[[str, "Probe"], None]:
+    done = []
+
+    def on_line(line: str, probe: Probe) -> None:
+        if line.startswith("BATCH") and not done:
+            done.append(True)
+            action(probe)
+
+    return on_line
+
+
+@pytest.mark.faults
+@pytest.mark.e2e
+def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path):
+    n = 4_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=4)
+    killed: list[int] = []
+
+    def kill_daemon(probe: Probe) -> None:
+        pids = find(probe.proc.pid, "kinesis_producer")
+        assert pids, "no KPL daemon found under the probe"
+        kill(pids)
+        killed.extend(pids)
+
+    last = Probe(scenario_cfg(kinesis, stream, tmp_path)).run(first_batch_then(kill_daemon))
+    assert last.startswith("DONE"), last
+    assert killed
+    totals = json.loads(last[5:])
+    assert totals["failedTasks"] >= 1, "the dead daemon must fail the tasks using it (then they are retried)"
+    report("kpl-daemon-sigkill", kinesis, stream, n, {"failed_tasks": totals["failedTasks"]})
+
+
+@pytest.mark.faults
+@pytest.mark.e2e
+def test_task_fails_on_first_attempt(kinesis, stream, tmp_path):
+    n = 2_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=2)
+    probe = Probe(scenario_cfg(kinesis, stream, tmp_path, fail_first_attempt_partitions=[0]))
+    last = probe.run()
+    assert last.startswith("DONE"), last + probe.stderr[-3000:]
+    assert "injected failure in partition 0" in probe.stderr, "the injected failure must really have happened"
+    totals = json.loads(last[5:])
+    assert totals["failedTasks"] >= 1
+    r = report("task-fails-first-attempt", kinesis, stream, n, {"failed_tasks": totals["failedTasks"]})
+    # Duplicates can only be rows a failed attempt wrote before failing (partition 0, first attempt).
+    assert r["duplicates"] <= n // 2
+
+
+@pytest.mark.faults
+@pytest.mark.e2e
+def test_executor_killed_in_local_cluster(kinesis, stream, tmp_path):
+    n = 3_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=4)
+    killed: list[int] = []
+
+    def kill_executor(probe: Probe) -> None:
+        pids = find(probe.proc.pid, "CoarseGrainedExecutorBackend")
+        assert len(pids) == 2, pids
+        kill(pids[:1])
+        killed.append(pids[0])
+
+    probe = Probe(scenario_cfg(kinesis, stream, tmp_path, master="local-cluster[2,1,1024]"))
+    last = probe.run(first_batch_then(kill_executor))
+    assert last.startswith("DONE"), last + probe.stderr[-3000:]
+    assert killed
+    report("executor-killed", kinesis, stream, n)
+
+
+@pytest.mark.faults
+@pytest.mark.e2e
+def test_driver_killed_then_restarted_from_checkpoint(kinesis, stream, tmp_path):
+    n = 3_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=6)
+    first = Probe(scenario_cfg(kinesis, stream, tmp_path))
+    last = first.run(first_batch_then(lambda p: p.kill_tree()))
+    assert not last, "the first driver was killed before finishing"
+    assert first.proc.returncode != 0
+    second = Probe(scenario_cfg(kinesis, stream, tmp_path))
+    last = second.run()
+    assert last.startswith("DONE"), last + second.stderr[-3000:]
+    report("driver-killed", kinesis, stream, n)
+
+
+@pytest.fixture
+def front(kinesis):
+    from spark_kinesis.faults import FaultFront
+
+    with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as f:
+        yield f
+
+
+def via_front(kinesis: Any, front: Any, **kpl: Any) -> dict[str, Any]:
+    return {**kinesis.writer_options(**kpl), "endpoint": front.endpoint}
+
+
+@pytest.mark.faults
+@pytest.mark.e2e
+def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
+    # 4 shards at 32 KiB/s each (a scaled-down Kinesis: the emulator itself ingests ~1 MB/s), and
+    # ~1 MB of records produced in about a second: far over 3x the stream's capacity.
+    n = 8_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=2)
+    front.enforce_shard_limits(bytes_per_s=32 * 1024, records_per_s=100)
+    queue_limit = 1_500  # docs: 2 x (4 x 32 KiB/s / ~150 B) x ~1 s round trip
+    cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options={**via_front(kinesis, front), "queue_limit": queue_limit})
+    probe = Probe(cfg)
+    last = probe.run()
+    assert last.startswith("DONE"), last + probe.stderr[-3000:]
+    totals = json.loads(last[5:])
+    stats = front.stats()
+    assert stats["throttled_records"] > 0, "the shard limits must really have throttled"
+    assert totals["recordsFailed"] == 0, "no record may expire or fail"
+    assert 0 < totals["maxOutstanding"] <= queue_limit + 2, totals
+    report("throttling", kinesis, stream, n, {"throttled": stats["throttled_records"], "max_outstanding": totals["maxOutstanding"]})
+
+
+@pytest.mark.faults
+@pytest.mark.e2e
+def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
+    n = 4_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=4)
+    front.fail_requests(0.3, mode="http500")
+
+    def switch(probe: Probe) -> None:
+        front.fail_requests(0.3, mode="partial")
+
+    cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=via_front(kinesis, front))
+    probe = Probe(cfg)
+    last = probe.run(first_batch_then(switch))
+    assert last.startswith("DONE"), last + probe.stderr[-3000:]
+    stats = front.stats()
+    assert stats["http500"] > 0 and stats["failed_records"] > 0, stats
+    report("http500-and-partial-failures", kinesis, stream, n, {"http500": stats["http500"], "failed_records": stats["failed_records"]})
+
+
+@pytest.mark.faults
+@pytest.mark.e2e
+def test_outage_shorter_than_record_ttl_is_ridden_through(kinesis, stream, tmp_path, front):
+    n = 3_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=3)
+    cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=via_front(kinesis, front, RecordTtl=60_000))
+    probe = Probe(cfg)
+    last = probe.run(first_batch_then(lambda p: front.outage(4, mode="refuse")))
+    assert last.startswith("DONE"), last + probe.stderr[-3000:]
+    assert front.stats()["refused_periods"] >= 1
+    report("outage-shorter-than-ttl", kinesis, stream, n)
+
+
+@pytest.mark.faults
+@pytest.mark.e2e
+def test_outage_longer_than_record_ttl_fails_then_restart_completes(kinesis, stream, tmp_path, front):
+    n = 3_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=3)
+    opts = via_front(kinesis, front, RecordTtl=8_000, RequestTimeout=2_000, ConnectTimeout=1_000)
+    first = Probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts))
+    last = first.run(first_batch_then(lambda p: front.outage(300, mode="refuse")))
+    front.end_outage()
+    assert last.startswith("FAILED"), last
+    assert f"stream {stream}" in last and front.endpoint in last, last
+    second = Probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts))
+    last = second.run()
+    assert last.startswith("DONE"), last + second.stderr[-3000:]
+    report("outage-longer-than-ttl-then-restart", kinesis, stream, n)
