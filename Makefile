@@ -18,11 +18,12 @@ export AWS_EC2_METADATA_DISABLED := true
 JVM_SOURCES := $(shell find jvm/src/main -type f 2>/dev/null) build.sbt project/plugins.sbt project/build.properties python/spark_kinesis/_version.py
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test unit pytest demo jar venv emulator lint fmt bench clean help
+.PHONY: test unit pytest demo soak jar venv emulator lint fmt bench clean help
 
 help:
 	@echo "make test   - Scala unit tests + pytest e2e (real Spark, real KPL, embedded Kinesis)"
 	@echo "make demo   - a streaming query into the embedded Kinesis, read back and checked"
+	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
 	@echo "make jar    - assembly jar (bundled into python/) + thin jar published to $(M2_REPO)"
 	@echo "make lint   - scalafmt check, ruff, mypy"
 
@@ -66,6 +67,10 @@ pytest: venv emulator jar
 
 demo: venv emulator jar
 	$(PY) tools/demo.py
+
+# Not part of `make test`: SOAK_MINUTES (default 10) at the queue limit behind enforced shard limits.
+soak: venv emulator jar
+	$(PY) tools/soak.py
 
 lint: venv
 	$(SBT) scalafmtCheckAll scalafmtSbtCheck </dev/null

@@ -12,11 +12,10 @@ import json
 import sys
 import time
 
+import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-
-import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from spark_kinesis import KinesisWriter
 
 

@@ -35,11 +35,15 @@ class Probe:
         env["PYTHONPATH"] = str(ROOT / "python")
         self.proc = subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "fault_probe.py"), json.dumps(cfg)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
         )
         self.lines: list[str] = []
 
-    def run(self, on_line: Optional[Callable[[str, "Probe"], None]] = None, timeout_s: float = 600) -> str:
+    def run(self, on_line: Optional[Callable[[str, Probe], None]] = None, timeout_s: float = 600) -> str:
         import threading
 
         stderr: list[str] = []
@@ -74,7 +78,13 @@ def scenario_cfg(kinesis: Any, stream: str, tmp_path: Path, **over: Any) -> dict
 
 def report(name: str, kinesis: Any, stream: str, n: int, extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     d = account(range(n), read_stream(kinesis.client(), stream))
-    result = {"scenario": name, "sent": n, "delivered": d.delivered, "missing": len(d.missing), "duplicates": d.duplicates}
+    result = {
+        "scenario": name,
+        "sent": n,
+        "delivered": d.delivered,
+        "missing": len(d.missing),
+        "duplicates": d.duplicates,
+    }
     result.update(extra or {})
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     (REPORT_DIR / f"{name}.json").write_text(json.dumps(result))
@@ -83,7 +93,7 @@ def report(name: str, kinesis: Any, stream: str, n: int, extra: Optional[dict[st
     return result
 
 
-def first_batch_then(action: Callable[["Probe"], None]) -> Callable[[str, "Probe"], None]:
+def first_batch_then(action: Callable[[Probe], None]) -> Callable[[str, Probe], None]:
     done = []
 
     def on_line(line: str, probe: Probe) -> None:
@@ -181,13 +191,16 @@ def via_front(kinesis: Any, front: Any, **kpl: Any) -> dict[str, Any]:
 @pytest.mark.faults
 @pytest.mark.e2e
 def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
-    # 4 shards at 32 KiB/s each (a scaled-down Kinesis: the emulator itself ingests ~1 MB/s), and
-    # ~1 MB of records produced in about a second: far over 3x the stream's capacity.
+    # 4 shards at 64 KiB/s each (a scaled-down Kinesis: the emulator itself ingests ~1 MB/s; a
+    # shard's second must still hold one KPL aggregate, up to 50 KiB, as 1 MiB/s holds any record),
+    # and ~1.2 MB produced in about a second: ~5x the stream's capacity.
     n = 8_000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
-    front.enforce_shard_limits(bytes_per_s=32 * 1024, records_per_s=100)
-    queue_limit = 1_500  # docs: 2 x (4 x 32 KiB/s / ~150 B) x ~1 s round trip
-    cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options={**via_front(kinesis, front), "queue_limit": queue_limit})
+    front.enforce_shard_limits(bytes_per_s=64 * 1024, records_per_s=100)
+    queue_limit = 3_000  # docs: 2 x (4 x 64 KiB/s / ~150 B per record) x ~1 s round trip
+    cfg = scenario_cfg(
+        kinesis, stream, tmp_path, writer_options={**via_front(kinesis, front), "queue_limit": queue_limit}
+    )
     probe = Probe(cfg)
     last = probe.run()
     assert last.startswith("DONE"), last + probe.stderr[-3000:]
@@ -196,7 +209,13 @@ def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
     assert stats["throttled_records"] > 0, "the shard limits must really have throttled"
     assert totals["recordsFailed"] == 0, "no record may expire or fail"
     assert 0 < totals["maxOutstanding"] <= queue_limit + 2, totals
-    report("throttling", kinesis, stream, n, {"throttled": stats["throttled_records"], "max_outstanding": totals["maxOutstanding"]})
+    report(
+        "throttling",
+        kinesis,
+        stream,
+        n,
+        {"throttled": stats["throttled_records"], "max_outstanding": totals["maxOutstanding"]},
+    )
 
 
 @pytest.mark.faults
@@ -215,7 +234,13 @@ def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
     assert last.startswith("DONE"), last + probe.stderr[-3000:]
     stats = front.stats()
     assert stats["http500"] > 0 and stats["failed_records"] > 0, stats
-    report("http500-and-partial-failures", kinesis, stream, n, {"http500": stats["http500"], "failed_records": stats["failed_records"]})
+    report(
+        "http500-and-partial-failures",
+        kinesis,
+        stream,
+        n,
+        {"http500": stats["http500"], "failed_records": stats["failed_records"]},
+    )
 
 
 @pytest.mark.faults

@@ -123,6 +123,10 @@ class KinesisMock:
             time.sleep(0.05)
 
     def stop(self) -> None:
+        # kinesis-mock waits ~10 s for open keep-alive connections before it exits.
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()
             try:
