@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import pytest
 from conftest import assembly_jar
@@ -43,7 +43,7 @@ class Probe:
         )
         self.lines: list[str] = []
 
-    def run(self, on_line: Optional[Callable[[str, Probe], None]] = None, timeout_s: float = 600) -> str:
+    def run(self, on_line: Callable[[str, Probe], None] | None = None, timeout_s: float = 600) -> str:
         import threading
 
         stderr: list[str] = []
@@ -76,7 +76,7 @@ def scenario_cfg(kinesis: Any, stream: str, tmp_path: Path, **over: Any) -> dict
     return cfg
 
 
-def report(name: str, kinesis: Any, stream: str, n: int, extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+def report(name: str, kinesis: Any, stream: str, n: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     d = account(range(n), read_stream(kinesis.client(), stream))
     result = {
         "scenario": name,

@@ -111,7 +111,8 @@ def main() -> int:
     )
     print(f"soak: {len(samples)} samples; throttled records at the front: {front.stats()['throttled_records']}")
     print(
-        f"soak: minutes={MINUTES:g} sent={sent} missing={missing} heap_growth_mb={heap_growth:.1f} kpl_rss_growth_mb={rss_growth:.1f}"
+        f"soak: minutes={MINUTES:g} sent={sent} missing={missing} "
+        f"heap_growth_mb={heap_growth:.1f} kpl_rss_growth_mb={rss_growth:.1f}"
     )
     return 0 if missing == 0 and heap_growth < MAX_GROWTH_MB and rss_growth < MAX_GROWTH_MB else 1
 
