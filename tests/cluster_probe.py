@@ -10,26 +10,16 @@ import json
 import sys
 
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
+from spark_kinesis.testing import loopback_session_builder
 
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
-    spark = (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
-        .config("spark.jars", cfg["jar"])
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.executorEnv.AWS_EC2_METADATA_DISABLED", "true")
-        .config("spark.metrics.conf.*.sink.csv.class", "org.apache.spark.metrics.sink.CsvSink")
-        .config("spark.metrics.conf.*.sink.csv.period", "1")
-        .config("spark.metrics.conf.*.sink.csv.unit", "seconds")
-        .config("spark.metrics.conf.*.sink.csv.directory", cfg["metrics_dir"])
-        .getOrCreate()
-    )
+    spark = loopback_session_builder(
+        "local-cluster[2,1,1024]", "cluster-probe", cfg["jar"], cfg["metrics_dir"]
+    ).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = (
         spark.readStream.schema("id LONG, pk STRING, b64 STRING")

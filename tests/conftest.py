@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import spark_kinesis
-from spark_kinesis.testing import KinesisMock
+from spark_kinesis.testing import KinesisMock, loopback_session_builder
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -93,22 +93,7 @@ def metrics_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark(metrics_dir: Path):  # type: ignore[no-untyped-def]
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("spark-kinesis-tests")
-        .config("spark.jars", assembly_jar())
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
-        .config("spark.metrics.conf.*.sink.csv.class", "org.apache.spark.metrics.sink.CsvSink")
-        .config("spark.metrics.conf.*.sink.csv.period", "1")
-        .config("spark.metrics.conf.*.sink.csv.unit", "seconds")
-        .config("spark.metrics.conf.*.sink.csv.directory", str(metrics_dir))
-    )
+    builder = loopback_session_builder("local[2]", "spark-kinesis-tests", assembly_jar(), str(metrics_dir))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -14,23 +14,14 @@ import time
 
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark import TaskContext
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
+from spark_kinesis.testing import loopback_session_builder
 
 
 def main() -> int:
     cfg = json.loads(sys.argv[1])
-    spark = (
-        SparkSession.builder.master(cfg["master"])
-        .config("spark.jars", cfg["jar"])
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.executorEnv.AWS_EC2_METADATA_DISABLED", "true")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+    spark = loopback_session_builder(cfg["master"], "fault-probe", cfg["jar"]).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = (
         spark.readStream.schema("id LONG, pk STRING, b64 STRING")

@@ -10,22 +10,15 @@ import json
 import sys
 
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
+from spark_kinesis.testing import loopback_session_builder
 
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     canary = cfg["canaries"]
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.jars", cfg["jar"])
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
+    spark = loopback_session_builder("local[2]", "secrets-probe", cfg["jar"]).getOrCreate()
     opts = dict(cfg["writer_options"])
     opts.update(
         aws_access_key_id=canary["key"], aws_secret_access_key=canary["secret"], aws_session_token=canary["token"]

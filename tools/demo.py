@@ -19,11 +19,9 @@ os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-import spark_kinesis
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import KinesisMock, read_stream
+from spark_kinesis.testing import KinesisMock, loopback_session_builder, read_stream
 
 STREAM = "demo-events"
 SHARDS = 8
@@ -35,14 +33,8 @@ QUEUE_LIMIT = 2000
 def main() -> int:
     with KinesisMock(streams={STREAM: SHARDS}) as km:
         print(f"demo: kinesis-mock on 127.0.0.1:{km.tls_port} (TLS) with {SHARDS} shards", flush=True)
-        spark = (
-            spark_kinesis.configure(SparkSession.builder.master("local[2]").appName("spark-kinesis-demo"))
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .getOrCreate()
-        )
+        # The bundled jar (spark_kinesis.configure), loopback only.
+        spark = loopback_session_builder("local[2]", "spark-kinesis-demo").getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         events = (
             spark.readStream.format("rate-micro-batch")

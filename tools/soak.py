@@ -21,13 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import spark_kinesis
 from procs import find, rss_mb
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis.faults import FaultFront
-from spark_kinesis.testing import KinesisMock, read_stream
+from spark_kinesis.testing import KinesisMock, loopback_session_builder, read_stream
 
 MINUTES = float(os.environ.get("SOAK_MINUTES", "10"))
 MAX_GROWTH_MB = float(os.environ.get("SOAK_MAX_GROWTH_MB", "64"))
@@ -39,14 +37,8 @@ QUEUE_LIMIT = 2000
 def main() -> int:
     with KinesisMock(streams={STREAM: SHARDS}) as km, FaultFront(f"http://127.0.0.1:{km.plain_port}") as front:
         front.enforce_shard_limits(bytes_per_s=64 * 1024, records_per_s=200)
-        spark = (
-            spark_kinesis.configure(SparkSession.builder.master("local[2]").appName("spark-kinesis-soak"))
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .getOrCreate()
-        )
+        # The bundled jar (spark_kinesis.configure), loopback only.
+        spark = loopback_session_builder("local[2]", "spark-kinesis-soak").getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         jvm = spark._jvm
         events = (

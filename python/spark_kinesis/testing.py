@@ -201,6 +201,41 @@ class KinesisMock:
             time.sleep(0.05)
 
 
+def loopback_session_builder(
+    master: str = "local[2]", app_name: str = "spark-kinesis", jar: str | None = None, metrics_dir: str | None = None
+) -> Any:
+    """A ``SparkSession.builder`` for tests, demos and benchmarks: loopback only, no UI, the writer's
+    jar (``jar``, else the bundled one) and optionally a CsvSink writing every second to ``metrics_dir``.
+    """
+    from pyspark.sql import SparkSession
+
+    from spark_kinesis._jar import configure
+
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.shuffle.partitions": "2",
+        # Executor JVMs (local-cluster) start KPL daemons too: no EC2 metadata probes there either.
+        "spark.executorEnv.AWS_EC2_METADATA_DISABLED": "true",
+    }
+    if metrics_dir is not None:
+        sink = "spark.metrics.conf.*.sink.csv."
+        conf.update(
+            {
+                sink + "class": "org.apache.spark.metrics.sink.CsvSink",
+                sink + "period": "1",
+                sink + "unit": "seconds",
+                sink + "directory": metrics_dir,
+            }
+        )
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.config("spark.jars", jar) if jar else configure(builder)
+
+
 @dataclass(frozen=True)
 class UserRecord:
     """One user record as read back: KPL aggregates are split into their user records."""

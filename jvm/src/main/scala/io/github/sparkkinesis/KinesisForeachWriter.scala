@@ -184,7 +184,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
       case e: UserRecordFailedException =>
         if (e.getResult != null) metrics.retries.inc(math.max(0, e.getResult.getAttempts.size - 1).toLong)
       case _: FutureTimedOutException =>
-      case _ =>
+      case _                          =>
         // Anything else means the daemon failed (the KPL fails every pending record, then restarts
         // its child in place): retire this producer so retried tasks get a fresh one.
         producer.markBroken()
