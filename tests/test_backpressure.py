@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from helpers import account, rows_for, run_available_now, wait_for, write_input
+from helpers import account, payload, rows_for, run_available_now, wait_for, write_input
 from spark_kinesis import KinesisWriter
 from spark_kinesis.testing import read_stream
 
@@ -72,3 +72,38 @@ def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path
     totals = writer.metrics()
     assert totals["recordsSent"] == n and totals["backpressureCycles"] > 0 and totals["backpressureWaitMs"] > 0
     print(f"backpressure: max_outstanding={max(samples)} limit={QUEUE_LIMIT} cycles={cycles_after - cycles_before}")
+
+
+@pytest.mark.e2e
+def test_max_outstanding_bytes_bounds_bytes_in_flight(spark, kinesis, stream, tmp_path):
+    n = 1_500
+    max_bytes = 20_000  # ~150 records of ~130 bytes
+    write_input(tmp_path / "in", rows_for(range(n)), files=2)
+    writer = KinesisWriter(
+        stream_name=stream,
+        queue_limit=100_000,  # only the byte bound can block here
+        max_outstanding_bytes=max_bytes,
+        **kinesis.writer_options(AggregationEnabled=False, RecordMaxBufferedTime=50),
+    )
+    samples: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            text = str(spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot())
+            samples.append(sum(int(line.split(",")[3]) for line in text.splitlines() if stream in line))
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
+    finally:
+        stop.set()
+        sampler.join(10)
+    largest = max(len(payload(i)) for i in range(n))
+    assert max(samples) > 0
+    assert max(samples) <= max_bytes + TASKS * largest, f"outstanding bytes reached {max(samples)}"
+    assert writer.metrics()["backpressureCycles"] > 0, "the byte bound must have blocked"
+    assert account(range(n), read_stream(kinesis.client(), stream)).missing == []
+    print(f"byte limit: max_outstanding_bytes={max(samples)} limit={max_bytes}")

@@ -41,6 +41,13 @@ CASES = [
     c("unknown-kwarg", "python", TypeError, "unknown argument(s) stream", "Valid: stream_name", kwargs={"stream": "x"}),
     c("queue-limit-str", "python", TypeError, "queue_limit must be int, got str", kwargs={"queue_limit": "10"}),
     c("queue-limit-zero", "python", ValueError, "queue_limit must be an int >= 1", kwargs={"queue_limit": 0}),
+    c(
+        "max-bytes-zero",
+        "python",
+        ValueError,
+        "max_outstanding_bytes must be an int >= 1",
+        kwargs={"max_outstanding_bytes": 0},
+    ),
     c("queue-limit-bool", "python", TypeError, "queue_limit must be int, got bool", kwargs={"queue_limit": True}),
     c("fail-on-error-str", "python", TypeError, "fail_on_error must be bool", kwargs={"fail_on_error": "no"}),
     c(

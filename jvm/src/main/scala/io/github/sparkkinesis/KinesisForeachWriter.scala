@@ -49,8 +49,8 @@ class KinesisForeachWriter(
     val m = producer.metrics
     val p = producer
     limiter = new QueueLimiter(
-      options.queueLimit,
-      () => p.outstanding,
+      QueueLimiter
+        .full(options.queueLimit, options.maxOutstandingBytes, () => p.outstanding, () => m.outstandingBytes.get),
       p.latch,
       () => { m.backpressureCycles.inc(); s.cycles += 1 }
     )
@@ -117,7 +117,8 @@ object KinesisForeachWriter {
     RateLimitedLog.warn(
       log,
       "blocked",
-      s"KinesisWriter blocked ${waitedMs} ms on queue_limit=${options.queueLimit}: Kinesis accepts records slower " +
+      s"KinesisWriter blocked ${waitedMs} ms on queue_limit=${options.queueLimit} / " +
+        s"max_outstanding_bytes=${options.maxOutstandingBytes}: Kinesis accepts records slower " +
         "than this query produces them (add shards, or expect this rate). Logged at most every 30 s."
     )
 }

@@ -35,9 +35,12 @@ object KinesisWriter {
   /** Every metric name a producer's source registers. */
   def metricNames(): java.util.List[String] = ProducerMetrics.names.asJava
 
-  /** This JVM's live producers as `source,outstanding,backpressureCycles` lines (local-mode probe). */
+  /** This JVM's live producers as `source,outstanding,backpressureCycles,outstandingBytes` lines (local-mode probe).
+    */
   def producerSnapshot(): String =
     ProducerPool.default.live
-      .map(p => s"${p.sourceName},${p.outstanding},${p.metrics.backpressureCycles.getCount}")
+      .map(p =>
+        s"${p.sourceName},${p.outstanding},${p.metrics.backpressureCycles.getCount},${p.metrics.outstandingBytes.get}"
+      )
       .mkString("\n")
 }

@@ -62,6 +62,7 @@ final case class ProducerConfig(
 final case class KinesisWriterOptions(
     streamName: Option[String],
     queueLimit: Int,
+    maxOutstandingBytes: Long,
     failOnError: Boolean,
     partitioner: Option[Partitioner],
     flushTimeoutMs: Long,
@@ -77,6 +78,7 @@ final case class KinesisWriterOptions(
 
   override def toString: String =
     s"KinesisWriterOptions(stream=${streamName.getOrElse("<per-row>")}, queueLimit=$queueLimit, " +
+      s"maxOutstandingBytes=$maxOutstandingBytes, " +
       s"failOnError=$failOnError, partitioner=${partitioner.map(_.name).getOrElse("<column>")}, " +
       s"flushTimeoutMs=$flushTimeoutMs, $producer)"
 }
@@ -87,6 +89,7 @@ object KinesisWriterOptions {
   val Region = "region"
   val EndpointKey = "endpoint"
   val QueueLimit = "queue_limit"
+  val MaxOutstandingBytes = "max_outstanding_bytes"
   val FailOnError = "fail_on_error"
   val PartitionerKey = "partitioner"
   val FlushTimeoutMs = "flush_timeout_ms"
@@ -107,6 +110,11 @@ object KinesisWriterOptions {
     * MB queued; see docs/configuration.md for sizing.
     */
   val DefaultQueueLimit = 10000
+
+  /** 64 MiB of payload per daemon: ~2 s of 32 shards' worth at 1 MiB/s; bounds memory for large records, where a record
+    * count alone would not (10,000 x 1 MiB records is 10 GiB).
+    */
+  val DefaultMaxOutstandingBytes: Long = 64L * 1024 * 1024
   val DefaultFlushTimeoutMs = 300000L
   val DefaultProducerIdleTimeoutMs = 60000L
   val DefaultRoleSessionName = "spark-kinesis"
@@ -121,6 +129,7 @@ object KinesisWriterOptions {
     (Region, "string", "SDK default region, required when no endpoint"),
     (EndpointKey, "string", "the region's Kinesis endpoint"),
     (QueueLimit, "int", DefaultQueueLimit.toString),
+    (MaxOutstandingBytes, "long", DefaultMaxOutstandingBytes.toString),
     (FailOnError, "boolean", "true"),
     (PartitionerKey, "string", "none: the partitionKey column is required"),
     (FlushTimeoutMs, "long", DefaultFlushTimeoutMs.toString),
@@ -150,10 +159,10 @@ object KinesisWriterOptions {
       )
     }
     def str(key: String): Option[String] = own.get(key).map(_.trim).filter(_.nonEmpty)
-    def positiveLong(key: String, default: Long): Long = str(key)
+    def positiveLong(key: String, default: Long, unit: String = "milliseconds"): Long = str(key)
       .map { v =>
         val n = Parse.long(key, v)
-        if (n <= 0) throw Parse.bad(key, v, "a positive number of milliseconds")
+        if (n <= 0) throw Parse.bad(key, v, s"a positive number of $unit")
         n
       }
       .getOrElse(default)
@@ -192,6 +201,7 @@ object KinesisWriterOptions {
     KinesisWriterOptions(
       streamName = str(StreamName),
       queueLimit = queueLimit,
+      maxOutstandingBytes = positiveLong(MaxOutstandingBytes, DefaultMaxOutstandingBytes, "bytes"),
       failOnError = str(FailOnError).forall(Parse.bool(FailOnError, _)),
       partitioner = str(PartitionerKey).map { v =>
         Partitioner.all

@@ -1,6 +1,7 @@
 package io.github.sparkkinesis
 
-/** Blocks the caller while the KPL holds `limit` or more outstanding records.
+/** Blocks the caller while the KPL is full: `queue_limit` records or `max_outstanding_bytes` bytes outstanding (see
+  * [[QueueLimiter.full]]).
   *
   * Each pass counts a backpressure cycle and waits on the latch that KPL callbacks trigger, at most `stepMs`, so a
   * missed wake-up costs one step, never a hang. It never calls `flush()`: that would send half-filled aggregates
@@ -16,8 +17,7 @@ package io.github.sparkkinesis
   *   nanoseconds spent blocked
   */
 final class QueueLimiter(
-    limit: Int,
-    outstanding: () => Long,
+    isFull: () => Boolean,
     latch: TimeoutLatch,
     onCycle: () => Unit,
     nanoClock: () => Long = () => System.nanoTime(),
@@ -25,10 +25,10 @@ final class QueueLimiter(
     warnAfterMs: Long = QueueLimiter.WarnAfterMs
 ) {
   def await(check: () => Unit, warn: Long => Unit): Long = {
-    if (outstanding() < limit) return 0L
+    if (!isFull()) return 0L
     val start = nanoClock()
     var warned = false
-    while (outstanding() >= limit) {
+    while (isFull()) {
       onCycle()
       check()
       latch.await(stepMs)
@@ -47,4 +47,8 @@ final class QueueLimiter(
 object QueueLimiter {
   val StepMs = 100L
   val WarnAfterMs = 1000L
+
+  /** Full while either bound is reached; a record larger than the byte bound still goes alone. */
+  def full(queueLimit: Int, maxBytes: Long, records: () => Long, bytes: () => Long): () => Boolean =
+    () => records() >= queueLimit || bytes() >= maxBytes
 }

@@ -38,7 +38,12 @@ class BackpressureSuite extends AnyFunSuite {
 
   test("QueueLimiter passes straight through below the limit, counting no cycle") {
     val cycles = new AtomicLong
-    val limiter = new QueueLimiter(10, () => 9L, new TimeoutLatch, () => cycles.incrementAndGet())
+    val limiter =
+      new QueueLimiter(
+        QueueLimiter.full(10, 1000, () => 9L, () => 999L),
+        new TimeoutLatch,
+        () => cycles.incrementAndGet()
+      )
     assert(limiter.await(() => (), _ => fail("no warning expected")) == 0L)
     assert(cycles.get == 0)
   }
@@ -49,8 +54,7 @@ class BackpressureSuite extends AnyFunSuite {
     var now = 0L
     val latch = new TimeoutLatch
     val limiter = new QueueLimiter(
-      5,
-      () => outstanding.get,
+      () => outstanding.get >= 5,
       latch,
       () => {
         cycles.incrementAndGet()
@@ -66,10 +70,37 @@ class BackpressureSuite extends AnyFunSuite {
     assert(warnedAt >= 1000L, "a wait over 1 s warns")
   }
 
+  test("full: either bound blocks") {
+    assert(!QueueLimiter.full(10, 100, () => 9L, () => 99L)())
+    assert(QueueLimiter.full(10, 100, () => 10L, () => 0L)())
+    assert(QueueLimiter.full(10, 100, () => 0L, () => 100L)())
+  }
+
   test("QueueLimiter rethrows the writer's async error instead of waiting on") {
-    val limiter = new QueueLimiter(1, () => 1L, new TimeoutLatch, () => (), stepMs = 1)
+    val limiter = new QueueLimiter(() => true, new TimeoutLatch, () => (), stepMs = 1)
     val e = intercept[IllegalStateException](limiter.await(() => throw new IllegalStateException("boom"), _ => ()))
     assert(e.getMessage == "boom")
+  }
+
+  test("writer blocks at max_outstanding_bytes and unblocks as records complete") {
+    val fakes = new FakePool
+    val writer = TestWriters.writer(fakes, Map("queue_limit" -> "1000", "max_outstanding_bytes" -> "10"))
+    writer.open(0, 0)
+    val producer = fakes.last
+    writer.process(TestWriters.row("k", "123456")) // 6 bytes: under the bound
+    writer.process(TestWriters.row("k", "12345")) // 11 bytes outstanding now: at/over the bound
+    val m = fakes.pool.live.head.metrics
+    assert(m.outstandingBytes.get == 11)
+    val third = new Thread(() => writer.process(TestWriters.row("k", "x")))
+    third.start()
+    eventually(10000)(m.backpressureCycles.getCount > 0)
+    assert(third.isAlive && producer.sent.size == 2, "blocked by bytes, not by the record count")
+    producer.succeed(1) // 5 bytes left: under the bound
+    third.join(10000)
+    assert(!third.isAlive && producer.sent.size == 3)
+    producer.succeed(2)
+    writer.close(null)
+    assert(m.outstandingBytes.get == 0)
   }
 
   // FLINK-9374's testBackpressure: with queue_limit=1, the first record goes straight out, the

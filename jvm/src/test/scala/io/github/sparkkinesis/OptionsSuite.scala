@@ -13,6 +13,7 @@ class OptionsSuite extends AnyFunSuite {
     val o = parse()
     assert(o.queueLimit == KinesisWriterOptions.DefaultQueueLimit)
     assert(o.queueLimit < Int.MaxValue)
+    assert(o.maxOutstandingBytes == 64L * 1024 * 1024)
     assert(o.failOnError)
     assert(o.producer.kplSettings("MetricsLevel") == "none")
     assert(o.producer.kplSettings("Region") == "us-east-1")
@@ -43,6 +44,7 @@ class OptionsSuite extends AnyFunSuite {
       "Did you mean 'RecordMaxBufferedTime'"
     ),
     Seq("queue_limit" -> "0") -> Seq("queue_limit='0'", "at least 1"),
+    Seq("max_outstanding_bytes" -> "0") -> Seq("max_outstanding_bytes='0'", "positive number of bytes"),
     Seq("queue_limit" -> "ten") -> Seq("queue_limit='ten'", "whole number"),
     Seq("fail_on_error" -> "yes") -> Seq("fail_on_error='yes'", "true or false"),
     Seq("flush_timeout_ms" -> "-5") -> Seq("flush_timeout_ms='-5'", "positive"),
