@@ -101,3 +101,25 @@ def shard_ranges(client: Any, stream: str) -> list[tuple[str, int, int]]:
         (s["ShardId"], int(s["HashKeyRange"]["StartingHashKey"]), int(s["HashKeyRange"]["EndingHashKey"]))
         for s in shards
     ]
+
+
+def sampled_while(probe: Callable[[], int], action: Callable[[], Any], every_s: float = 0.005) -> list[int]:
+    """Runs `action` while another thread records `probe()` every `every_s`; returns the samples."""
+    import threading
+
+    samples: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            samples.append(probe())
+            time.sleep(every_s)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        action()
+    finally:
+        stop.set()
+        sampler.join(10)
+    return samples

@@ -3,11 +3,8 @@ outruns the emulator is written, and nothing is lost."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
-from helpers import account, payload, rows_for, run_available_now, wait_for, write_input
+from helpers import account, payload, rows_for, run_available_now, sampled_while, wait_for, write_input
 from spark_kinesis import KinesisWriter
 from spark_kinesis.testing import read_stream
 
@@ -34,21 +31,9 @@ def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path
         **kinesis.writer_options(AggregationEnabled=False, RecordMaxBufferedTime=50),
     )
     _, cycles_before = _snapshot(spark)
-    samples: list[int] = []
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            samples.append(_snapshot(spark)[0])
-            time.sleep(0.005)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
-    finally:
-        stop.set()
-        sampler.join(10)
+    samples = sampled_while(
+        lambda: _snapshot(spark)[0], lambda: run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
+    )
     _, cycles_after = _snapshot(spark)
 
     assert len(samples) > 20, "the sampler should have observed the query"
@@ -85,22 +70,14 @@ def test_max_outstanding_bytes_bounds_bytes_in_flight(spark, kinesis, stream, tm
         max_outstanding_bytes=max_bytes,
         **kinesis.writer_options(AggregationEnabled=False, RecordMaxBufferedTime=50),
     )
-    samples: list[int] = []
-    stop = threading.Event()
 
-    def sample() -> None:
-        while not stop.is_set():
-            text = str(spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot())
-            samples.append(sum(int(line.split(",")[3]) for line in text.splitlines() if stream in line))
-            time.sleep(0.005)
+    def outstanding_bytes() -> int:
+        text = str(spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot())
+        return sum(int(line.split(",")[3]) for line in text.splitlines() if stream in line)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
-    finally:
-        stop.set()
-        sampler.join(10)
+    samples = sampled_while(
+        outstanding_bytes, lambda: run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
+    )
     largest = max(len(payload(i)) for i in range(n))
     assert max(samples) > 0
     assert max(samples) <= max_bytes + TASKS * largest, f"outstanding bytes reached {max(samples)}"
