@@ -14,6 +14,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -223,14 +225,23 @@ def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
 def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
     n = 4_000
     write_input(tmp_path / "in", rows_for(range(n)), files=4)
-    front.fail_requests(0.3, mode="http500")
-
-    def switch(probe: Probe) -> None:
-        front.fail_requests(0.3, mode="partial")
-
+    # Every PutRecords answers 500 until three have (the KPL retries them), then half the (aggregated)
+    # Kinesis records fail one by one: both phases are certain to happen, whatever the timing.
+    front.fail_requests(1.0, mode="http500")
     cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=via_front(kinesis, front))
     probe = Probe(cfg)
-    last = probe.run(first_batch_then(switch))
+
+    def switch_after_three_500s() -> None:
+        while probe.proc.poll() is None:
+            if front.stats()["http500"] >= 3:
+                front.fail_requests(0.5, mode="partial")
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=switch_after_three_500s, daemon=True)
+    watcher.start()
+    last = probe.run()
+    watcher.join(10)
     assert last.startswith("DONE"), last + probe.stderr[-3000:]
     stats = front.stats()
     assert stats["http500"] > 0 and stats["failed_records"] > 0, stats
@@ -247,7 +258,7 @@ def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
 @pytest.mark.e2e
 def test_outage_shorter_than_record_ttl_is_ridden_through(kinesis, stream, tmp_path, front):
     n = 3_000
-    write_input(tmp_path / "in", rows_for(range(n)), files=3)
+    write_input(tmp_path / "in", rows_for(range(n)), files=6)
     cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=via_front(kinesis, front, RecordTtl=60_000))
     probe = Probe(cfg)
     last = probe.run(first_batch_then(lambda p: front.outage(4, mode="refuse")))
@@ -260,7 +271,7 @@ def test_outage_shorter_than_record_ttl_is_ridden_through(kinesis, stream, tmp_p
 @pytest.mark.e2e
 def test_outage_longer_than_record_ttl_fails_then_restart_completes(kinesis, stream, tmp_path, front):
     n = 3_000
-    write_input(tmp_path / "in", rows_for(range(n)), files=3)
+    write_input(tmp_path / "in", rows_for(range(n)), files=6)
     opts = via_front(kinesis, front, RecordTtl=8_000, RequestTimeout=2_000, ConnectTimeout=1_000)
     first = Probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts))
     last = first.run(first_batch_then(lambda p: front.outage(300, mode="refuse")))
