@@ -16,7 +16,7 @@ import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark import TaskContext
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import loopback_session_builder
+from spark_kinesis.testing import loopback_session_builder, producer_snapshot
 
 
 def main() -> int:
@@ -58,8 +58,7 @@ def main() -> int:
             seen = p["batchId"]
             print(f"BATCH {seen}", flush=True)
         if local:
-            snap = str(spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot())
-            outstanding = sum(int(line.split(",")[1]) for line in snap.splitlines() if line)
+            outstanding = sum(p.outstanding_records for p in producer_snapshot(spark))
             max_outstanding = max(max_outstanding, outstanding)
         time.sleep(0.05)
     if q.exception() is not None:

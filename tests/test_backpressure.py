@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from helpers import account, payload, rows_for, run_available_now, sampled_while, wait_for, write_input
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import read_stream
+from spark_kinesis.testing import producer_snapshot, read_stream
 
 QUEUE_LIMIT = 100
 TASKS = 2  # local[2]: two tasks may each pass the check before either put lands
@@ -14,9 +14,8 @@ TASKS = 2  # local[2]: two tasks may each pass the check before either put lands
 
 def _snapshot(spark):
     """(outstanding, backpressureCycles) summed over this JVM's live producers."""
-    text = spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot()
-    rows = [line.split(",") for line in str(text).splitlines() if line]
-    return sum(int(r[1]) for r in rows), sum(int(r[2]) for r in rows)
+    live = producer_snapshot(spark)
+    return sum(p.outstanding_records for p in live), sum(p.backpressure_cycles for p in live)
 
 
 @pytest.mark.e2e
@@ -72,8 +71,7 @@ def test_max_outstanding_bytes_bounds_bytes_in_flight(spark, kinesis, stream, tm
     )
 
     def outstanding_bytes() -> int:
-        text = str(spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot())
-        return sum(int(line.split(",")[3]) for line in text.splitlines() if stream in line)
+        return sum(p.outstanding_bytes for p in producer_snapshot(spark) if p.source.endswith(f".{stream}"))
 
     samples = sampled_while(
         outstanding_bytes, lambda: run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)

@@ -26,7 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KinesisMock", "UserRecord", "find_kinesis_mock", "free_port", "read_stream"]
+__all__ = [
+    "KinesisMock",
+    "ProducerSample",
+    "UserRecord",
+    "find_kinesis_mock",
+    "free_port",
+    "loopback_session_builder",
+    "producer_snapshot",
+    "read_stream",
+]
 
 #: Static fake credentials; kinesis-mock checks that a SigV4 header exists, not its signature.
 FAKE_ACCESS_KEY_ID = "AKIAEMULATOR00000000"
@@ -234,6 +243,27 @@ def loopback_session_builder(
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.config("spark.jars", jar) if jar else configure(builder)
+
+
+@dataclass(frozen=True)
+class ProducerSample:
+    """One live KPL producer of the driver JVM (local mode: the executors' too)."""
+
+    source: str  # the metrics source name, kinesisProducer.<stream>
+    outstanding_records: int
+    backpressure_cycles: int
+    outstanding_bytes: int
+
+
+def producer_snapshot(spark: Any) -> list[ProducerSample]:
+    """The live producers of the driver JVM, from ``KinesisWriter.producerSnapshot()``."""
+    text = str(spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot())
+    out = []
+    for line in text.splitlines():
+        if line:
+            source, records, cycles, nbytes = line.split(",")
+            out.append(ProducerSample(source, int(records), int(cycles), int(nbytes)))
+    return out
 
 
 @dataclass(frozen=True)

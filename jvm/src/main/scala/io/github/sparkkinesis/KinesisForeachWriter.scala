@@ -65,22 +65,18 @@ class KinesisForeachWriter(
     if (blocked > 0) s.blocked(blocked)
     val bytes = record.data.remaining()
     val start = s.latencyStart()
-    producer.metrics.outstandingBytes.addAndGet(bytes)
     val future =
       try producer.client.put(record)
       catch {
-        case e: Throwable =>
-          producer.metrics.outstandingBytes.addAndGet(-bytes)
-          e match {
-            case d: DaemonException =>
-              producer.markBroken()
-              throw new KinesisWriteException(
-                s"The KPL daemon is not running (${d.getMessage}); the task fails and its retry gets a fresh producer.",
-                d
-              )
-            case other => throw other
-          }
+        case e: DaemonException =>
+          producer.markBroken()
+          throw new KinesisWriteException(
+            s"The KPL daemon is not running (${e.getMessage}); the task fails and its retry gets a fresh producer.",
+            e
+          )
       }
+    // Counted before the listener exists, so its completion always finds them counted.
+    producer.metrics.outstandingBytes.addAndGet(bytes)
     s.pending.incrementAndGet()
     future.addListener(new RecordCallback(future, s, bytes, start), MoreExecutors.directExecutor())
   }
@@ -142,7 +138,7 @@ private[sparkkinesis] final class RecordCallback(
 
 /** Per-task bookkeeping: pending records, first error, and the task's totals. */
 private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, producer: SharedProducer) {
-  import WriterState.log
+  import KinesisForeachWriter.log
 
   private val metrics = producer.metrics
   private val latch = producer.latch
@@ -236,7 +232,6 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
 }
 
 private[sparkkinesis] object WriterState {
-  private val log = LoggerFactory.getLogger(classOf[KinesisForeachWriter])
 
   /** "ResourceNotFoundException x3 (Stream s not found), then Expired (Record has reached expiration)": the distinct
     * causes in order, since the last one alone ("Expired") rarely explains anything.

@@ -35,6 +35,9 @@ object KinesisWriter {
   /** Every metric name a producer's source registers. */
   def metricNames(): java.util.List[String] = ProducerMetrics.names.asJava
 
+  /** The driver-side totals' names (accumulators `kinesis.<stream>.<name>`, keys of `writer.metrics()`). */
+  def accumulatorNames(): java.util.List[String] = WriterAccumulators.Names.asJava
+
   /** This JVM's live producers as `source,outstanding,backpressureCycles,outstandingBytes` lines (local-mode probe).
     */
   def producerSnapshot(): String =

@@ -24,17 +24,17 @@ final class WriterAccumulators private (
     backpressureWaitMs.add(s.blockedNanos / 1000000L)
   }
 
+  /** In the order of [[WriterAccumulators.Names]]. */
+  private def all = Seq(recordsSent, recordsFailed, bytesSent, backpressureCycles, backpressureWaitMs)
+
   def json: String =
-    Seq(
-      "recordsSent" -> recordsSent,
-      "recordsFailed" -> recordsFailed,
-      "bytesSent" -> bytesSent,
-      "backpressureCycles" -> backpressureCycles,
-      "backpressureWaitMs" -> backpressureWaitMs
-    ).map { case (k, a) => s""""$k": ${a.sum}""" }.mkString("{", ", ", "}")
+    WriterAccumulators.Names.zip(all).map { case (k, a) => s""""$k": ${a.sum}""" }.mkString("{", ", ", "}")
 }
 
 object WriterAccumulators {
+
+  /** The accumulators' names, in constructor order (`kinesis.<label>.<name>`; docs/metrics.md is checked against it).
+    */
   val Names: Seq[String] = Seq("recordsSent", "recordsFailed", "bytesSent", "backpressureCycles", "backpressureWaitMs")
 
   /** Registers the accumulators `kinesis.<label>.<name>` with the driver's SparkContext, if any. py4j calls arrive on a
@@ -44,13 +44,7 @@ object WriterAccumulators {
     SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).map(s => register(s.sparkContext, label))
 
   def register(sc: SparkContext, label: String): WriterAccumulators = {
-    def acc(name: String) = sc.longAccumulator(s"kinesis.$label.$name")
-    new WriterAccumulators(
-      acc("recordsSent"),
-      acc("recordsFailed"),
-      acc("bytesSent"),
-      acc("backpressureCycles"),
-      acc("backpressureWaitMs")
-    )
+    val a = Names.map(name => sc.longAccumulator(s"kinesis.$label.$name"))
+    new WriterAccumulators(a(0), a(1), a(2), a(3), a(4))
   }
 }
