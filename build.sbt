@@ -93,3 +93,15 @@ lazy val sparkKinesis = (project in file("jvm"))
       <scm><url>https://github.com/spark-kinesis/spark-kinesis</url></scm>
       <developers><developer><id>spark-kinesis</id><name>spark-kinesis authors</name></developer></developers>
   )
+
+// Benchmarks (not aggregated, never published): JMH on the writer's hot path.
+
+lazy val bench = (project in file("bench/jvm"))
+  .dependsOn(sparkKinesis)
+  .enablePlugins(JmhPlugin)
+  .settings(
+    name := "spark-kinesis-bench",
+    publish / skip := true,
+    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17"),
+    libraryDependencies += "org.apache.spark" %% "spark-sql" % sparkVersion
+  )

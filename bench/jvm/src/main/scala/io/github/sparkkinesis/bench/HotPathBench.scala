@@ -1,0 +1,149 @@
+package io.github.sparkkinesis.bench
+
+import java.util.concurrent.TimeUnit
+
+import com.google.common.util.concurrent.{ListenableFuture, SettableFuture}
+import io.github.sparkkinesis._
+import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema
+import org.apache.spark.sql.types.{BinaryType, StringType, StructField, StructType}
+import org.openjdk.jmh.annotations._
+import software.amazon.kinesis.producer.{Attempt, UserRecordResult}
+
+import scala.jdk.CollectionConverters._
+
+/** A stand-in for the KPL that completes its futures on the caller's thread, a batch at a time: the oldest batch is
+  * completed (running the writer's listeners) when the next put finds it full, and on flush. At most `batch` records
+  * are outstanding, so a large queue limit never blocks.
+  */
+final class BatchCompletingProducer(batch: Int) extends ProducerClient {
+  private val inFlight = new Array[SettableFuture[UserRecordResult]](batch)
+  private var count = 0 // the benchmark thread only
+  var puts = 0L
+  private val result =
+    new UserRecordResult(List(new Attempt(0, 5, null, null, true)).asJava, "1", "shardId-000000000000", true)
+
+  def put(record: KinesisRecord): ListenableFuture[UserRecordResult] = {
+    if (count == batch) completeAll()
+    puts += 1
+    val f = SettableFuture.create[UserRecordResult]()
+    inFlight(count) = f
+    count += 1
+    f
+  }
+
+  private def completeAll(): Unit = {
+    var i = 0
+    val n = count
+    while (i < n) {
+      inFlight(i).set(result)
+      inFlight(i) = null
+      i += 1
+    }
+    count = 0
+  }
+
+  def outstandingRecords: Long = count.toLong
+  def flush(): Unit = completeAll()
+  def destroy(): Unit = completeAll()
+}
+
+/** The writer's per-record cost: `KinesisForeachWriter.process(row)` through row conversion, the queue-limit check, the
+  * put, the completion listener and the metrics, with a stub producer in place of the KPL daemon.
+  *
+  * `limit=on`: the production writer, with queue_limit and max_outstanding_bytes so large the check never blocks.
+  * `limit=off`: the same writer after `open`, with its limiter swapped (by reflection, benchmark only) for one whose
+  * predicate is constantly false, so the outstanding-records and outstanding-bytes reads disappear.
+  */
+@State(Scope.Thread)
+@BenchmarkMode(Array(Mode.AverageTime))
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 2, timeUnit = TimeUnit.SECONDS)
+@Measurement(iterations = 5, time = 3, timeUnit = TimeUnit.SECONDS)
+@Fork(1)
+class HotPathBench {
+  import HotPathBench._
+
+  @Param(Array("on", "off"))
+  var limit: String = _
+
+  @Param(Array("100"))
+  var payloadBytes: Int = _
+
+  @Param(Array("1000"))
+  var completionBatch: Int = _
+
+  private var writer: KinesisForeachWriter = _
+  private var stub: BatchCompletingProducer = _
+  private var testPool: ProducerPool = _
+  private var rows: Array[Row] = _
+  private var next = 0
+
+  @Setup(Level.Trial)
+  def setup(): Unit = {
+    val options = KinesisWriterOptions.parse(Options)
+    val converter = RowConverter.forSchema(Schema, options)
+    stub = new BatchCompletingProducer(completionBatch)
+    val p = new ProducerPool(_ => stub, () => 0L, _ => () => ())
+    testPool = p
+    writer = new KinesisForeachWriter(options, converter) {
+      override protected def pool: ProducerPool = p
+    }
+    rows = Array.tabulate(RowCount)(i => row(i.toLong, payloadBytes))
+    writer.open(0L, 0L)
+    limit match {
+      case "on"  =>
+      case "off" => disableLimit(writer)
+      case other => throw new IllegalArgumentException(s"limit must be on or off, got $other")
+    }
+  }
+
+  @Benchmark
+  def process(): Unit = {
+    val i = next
+    next = (i + 1) & (RowCount - 1)
+    writer.process(rows(i))
+  }
+
+  @TearDown(Level.Trial)
+  def tearDown(): Unit = {
+    writer.close(null)
+    // The benchmark measured real work: every put completed through the writer's listener.
+    val sent = testPool.live.map(_.metrics.recordsSent.getCount).sum
+    if (stub.puts == 0 || sent != stub.puts)
+      throw new IllegalStateException(s"${stub.puts} puts but $sent records counted sent")
+    testPool.closeAll()
+  }
+}
+
+object HotPathBench {
+  val Schema: StructType = StructType(Seq(StructField("partitionKey", StringType), StructField("data", BinaryType)))
+
+  /** What the Python facade would pass: a stream, a region, an endpoint nobody listens on (the stub never dials). */
+  val Options: Map[String, String] = Map(
+    "stream_name" -> "bench",
+    "region" -> "us-east-1",
+    "endpoint" -> "127.0.0.1:1",
+    "aws_access_key_id" -> "AKIDBENCH",
+    "aws_secret_access_key" -> "bench-secret",
+    "kpl.VerifyCertificate" -> "false",
+    "queue_limit" -> Int.MaxValue.toString,
+    "max_outstanding_bytes" -> Long.MaxValue.toString
+  )
+
+  /** A power of two: the benchmark cycles through the rows with a mask. */
+  val RowCount = 1024
+
+  def row(id: Long, payloadBytes: Int): Row =
+    new GenericRowWithSchema(
+      Array[Any](BenchRecords.partitionKey(id), BenchRecords.data(id, payloadBytes)),
+      Schema
+    )
+
+  /** The writer has no switch for its limit check; the benchmark replaces the limiter `open` built. */
+  def disableLimit(writer: KinesisForeachWriter): Unit = {
+    val field = classOf[KinesisForeachWriter].getDeclaredField("limiter")
+    field.setAccessible(true)
+    field.set(writer, new QueueLimiter(() => false, new TimeoutLatch, () => ()))
+  }
+}
