@@ -94,7 +94,10 @@ lazy val sparkKinesis = (project in file("jvm"))
       <developers><developer><id>spark-kinesis</id><name>spark-kinesis authors</name></developer></developers>
   )
 
-// Benchmarks (not aggregated, never published): JMH on the writer's hot path.
+// Benchmarks (not aggregated, never published): JMH on the writer's hot path, and BareKplLoop, the
+// same records pushed straight into a KinesisProducer. `bench/writeClasspath` writes the runtime
+// classpath to bench/jvm/target/classpath.txt so a harness can start BareKplLoop without sbt.
+lazy val writeClasspath = taskKey[File]("Writes the runtime classpath to target/classpath.txt")
 
 lazy val bench = (project in file("bench/jvm"))
   .dependsOn(sparkKinesis)
@@ -103,5 +106,10 @@ lazy val bench = (project in file("bench/jvm"))
     name := "spark-kinesis-bench",
     publish / skip := true,
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17"),
-    libraryDependencies += "org.apache.spark" %% "spark-sql" % sparkVersion
+    libraryDependencies += "org.apache.spark" %% "spark-sql" % sparkVersion,
+    writeClasspath := {
+      val out = target.value / "classpath.txt"
+      IO.write(out, (Runtime / fullClasspath).value.files.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))
+      out
+    }
   )
