@@ -25,6 +25,7 @@ help:
 	@echo "make demo   - a streaming query into the embedded Kinesis, read back and checked"
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
 	@echo "make jar    - assembly jar (bundled into python/) + thin jar published to $(M2_REPO)"
+	@echo "make bench  - benchmarks (~40 min): vs boto3, vs a bare KPL loop, backpressure runs, JMH -> docs/benchmarks.md"
 	@echo "make lint   - scalafmt check, ruff, mypy"
 
 venv: $(VENV)/.stamp
@@ -72,10 +73,23 @@ demo: venv emulator jar
 soak: venv emulator jar
 	$(PY) tools/soak.py
 
+# Not part of `make test`: bench/run.py (knobs in its docstring); results in bench/results/, plots in docs/img/.
+KINESALITE := bench/backend/node_modules/kinesalite/package.json
+$(KINESALITE): bench/backend/package.json bench/backend/package-lock.json
+	cd bench/backend && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
+	$(PY) -m pip install -q -r bench/requirements.txt
+	touch $@
+
+bench: venv jar $(VENV)/.bench-stamp $(KINESALITE)
+	$(PY) bench/run.py
+
 lint: venv
 	$(SBT) scalafmtCheckAll scalafmtSbtCheck </dev/null
-	$(VENV)/bin/ruff check python tests tools
-	$(VENV)/bin/ruff format --check python tests tools
+	$(VENV)/bin/ruff check python tests tools bench
+	$(VENV)/bin/ruff format --check python tests tools bench
 	$(VENV)/bin/mypy --config-file python/pyproject.toml python/spark_kinesis
 
 fmt: venv

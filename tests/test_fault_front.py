@@ -108,7 +108,10 @@ def test_record_limit_per_shard(front: FaultFront, client: Any, km: KinesisMock)
         f"Rate exceeded for shard {shard} in stream {STREAM} under account 000000000000."
     )
     assert _in_stream(km, recs) == _pairs(recs[:100])
-    assert front.stats()["throttled_records"] == 200
+    stats = front.stats()
+    assert stats["throttled_records"] == 200
+    assert stats["admitted_records"] == 100
+    assert stats["admitted_bytes"] == sum(len(r["Data"]) + len(r["PartitionKey"]) for r in recs[:100])
 
     # The bucket refills at 100 records/s: a single record gets through again well within a second.
     deadline = time.monotonic() + 3

@@ -150,6 +150,8 @@ class FaultFront:
                 "requests",
                 "forwarded",
                 "throttled_records",
+                "admitted_records",  # taken from a shard's quota (limits on): the link's payload
+                "admitted_bytes",
                 "failed_records",
                 "http500",
                 "reset_connections",
@@ -431,7 +433,12 @@ class FaultFront:
         if bucket is None:
             max_bytes, max_records = self._limits
             bucket = self._buckets[stream + "/" + shard.shard_id] = _Bucket(max_records, max_bytes, now)
-        return None if bucket.take(now, self._limits, _record_bytes(record)) else shard.shard_id
+        nbytes = _record_bytes(record)
+        if not bucket.take(now, self._limits, nbytes):
+            return shard.shard_id
+        self._stats["admitted_records"] += 1
+        self._stats["admitted_bytes"] += nbytes
+        return None
 
     def _throttle_message(self, shard_id: str, stream: str) -> str:
         return f"Rate exceeded for shard {shard_id} in stream {stream} under account {_ACCOUNT}."

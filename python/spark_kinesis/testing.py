@@ -253,6 +253,9 @@ class ProducerSample:
     outstanding_records: int
     backpressure_cycles: int
     outstanding_bytes: int
+    records_sent: int
+    records_failed: int
+    bytes_sent: int
 
 
 def producer_snapshot(spark: Any) -> list[ProducerSample]:
@@ -261,8 +264,8 @@ def producer_snapshot(spark: Any) -> list[ProducerSample]:
     out = []
     for line in text.splitlines():
         if line:
-            source, records, cycles, nbytes = line.split(",")
-            out.append(ProducerSample(source, int(records), int(cycles), int(nbytes)))
+            source, *counts = line.split(",")
+            out.append(ProducerSample(source, *(int(c) for c in counts)))
     return out
 
 

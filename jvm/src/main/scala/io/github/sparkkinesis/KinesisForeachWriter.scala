@@ -49,8 +49,7 @@ class KinesisForeachWriter(
     val m = producer.metrics
     val p = producer
     limiter = new QueueLimiter(
-      QueueLimiter
-        .full(options.queueLimit, options.maxOutstandingBytes, () => p.outstanding, () => m.outstandingBytes.get),
+      QueueLimiter.reserve(options.queueLimit, options.maxOutstandingBytes, m.inFlightRecords, m.outstandingBytes),
       p.latch,
       () => { m.backpressureCycles.inc(); s.cycles += 1 }
     )
@@ -61,22 +60,27 @@ class KinesisForeachWriter(
     val s = state
     s.check()
     val record = converter.convert(row, partitionId)
-    val blocked = limiter.await(() => s.check(), waitedMs => KinesisForeachWriter.warnBlocked(options, waitedMs))
-    if (blocked > 0) s.blocked(blocked)
     val bytes = record.data.remaining()
+    // Reserves the record and its bytes (released by its completion, or below if the put throws).
+    val blocked =
+      limiter.await(bytes, () => s.check(), waitedMs => KinesisForeachWriter.warnBlocked(options, waitedMs))
+    if (blocked > 0) s.blocked(blocked)
     val start = s.latencyStart()
     val future =
       try producer.client.put(record)
       catch {
-        case e: DaemonException =>
-          producer.markBroken()
-          throw new KinesisWriteException(
-            s"The KPL daemon is not running (${e.getMessage}); the task fails and its retry gets a fresh producer.",
-            e
-          )
+        case e: Throwable =>
+          s.release(bytes)
+          e match {
+            case d: DaemonException =>
+              producer.markBroken()
+              throw new KinesisWriteException(
+                s"The KPL daemon is not running (${d.getMessage}); the task fails and its retry gets a fresh producer.",
+                d
+              )
+            case _ => throw e
+          }
       }
-    // Counted before the listener exists, so its completion always finds them counted.
-    producer.metrics.outstandingBytes.addAndGet(bytes)
     s.pending.incrementAndGet()
     future.addListener(new RecordCallback(future, s, bytes, start), MoreExecutors.directExecutor())
   }
@@ -198,9 +202,15 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   }
 
   private def done(bytes: Int): Unit = {
-    metrics.outstandingBytes.addAndGet(-bytes.toLong)
+    release(bytes)
     pending.decrementAndGet()
     latch.trigger()
+  }
+
+  /** Gives back the room a record reserved under the limits. */
+  def release(bytes: Int): Unit = {
+    metrics.inFlightRecords.decrementAndGet()
+    metrics.outstandingBytes.addAndGet(-bytes.toLong)
   }
 
   /** Rethrows the first async failure (fail_on_error), wrapped so the stack shows the caller. */

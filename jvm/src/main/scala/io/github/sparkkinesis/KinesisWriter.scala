@@ -38,12 +38,23 @@ object KinesisWriter {
   /** The driver-side totals' names (accumulators `kinesis.<stream>.<name>`, keys of `writer.metrics()`). */
   def accumulatorNames(): java.util.List[String] = WriterAccumulators.Names.asJava
 
-  /** This JVM's live producers as `source,outstanding,backpressureCycles,outstandingBytes` lines (local-mode probe).
+  /** This JVM's live producers as
+    * `source,outstanding,backpressureCycles,outstandingBytes,recordsSent,recordsFailed,bytesSent` lines (local-mode
+    * probe for tests and benchmarks).
     */
   def producerSnapshot(): String =
     ProducerPool.default.live
-      .map(p =>
-        s"${p.sourceName},${p.outstanding},${p.metrics.backpressureCycles.getCount},${p.metrics.outstandingBytes.get}"
-      )
+      .map { p =>
+        val m = p.metrics
+        Seq[Any](
+          p.sourceName,
+          p.outstanding,
+          m.backpressureCycles.getCount,
+          m.outstandingBytes.get,
+          m.recordsSent.getCount,
+          m.recordsFailed.getCount,
+          m.bytesSent.getCount
+        ).mkString(",")
+      }
       .mkString("\n")
 }

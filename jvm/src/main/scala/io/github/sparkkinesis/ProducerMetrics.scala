@@ -5,9 +5,9 @@ import java.util.concurrent.atomic.AtomicLong
 import com.codahale.metrics.{Counter, Gauge, Histogram, MetricRegistry, Timer}
 
 /** One producer's metrics (Codahale), reported through Spark's metrics system as the source `kinesisProducer.<stream>`.
-  * Hot-path updates are `LongAdder`-backed counters and an atomic add; the latency histogram is sampled (1 in
-  * [[ProducerMetrics.LatencySampleEvery]]) and the KPL daemon's own metrics are polled off the hot path by the pool's
-  * reaper thread.
+  * Hot-path updates are `LongAdder`-backed counters and two compare-and-sets (the limits' reservation); the latency
+  * histogram is sampled (1 in [[ProducerMetrics.LatencySampleEvery]]) and the KPL daemon's own metrics are polled off
+  * the hot path by the pool's reaper thread.
   */
 final class ProducerMetrics(outstandingRecords: () => Long) {
   import ProducerMetrics._
@@ -20,6 +20,9 @@ final class ProducerMetrics(outstandingRecords: () => Long) {
   val retries: Counter = registry.counter(Retries)
   val backpressureWaitTime: Timer = registry.timer(BackpressureWaitTime)
   val putLatency: Histogram = registry.histogram(PutLatency)
+  // Records and payload bytes put by writers and not yet completed: what queue_limit and max_outstanding_bytes bound
+  // (reserved before the put; the KPL's own outstanding count, reported below, can only be lower).
+  val inFlightRecords = new AtomicLong()
   val outstandingBytes = new AtomicLong()
   registry.register(OutstandingRecordsCount, gauge(outstandingRecords()))
   registry.register(OutstandingBytes, gauge(outstandingBytes.get))

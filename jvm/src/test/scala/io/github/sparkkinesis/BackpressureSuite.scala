@@ -40,11 +40,11 @@ class BackpressureSuite extends AnyFunSuite {
     val cycles = new AtomicLong
     val limiter =
       new QueueLimiter(
-        QueueLimiter.full(10, 1000, () => 9L, () => 999L),
+        QueueLimiter.reserve(10, 1000, new AtomicLong(9), new AtomicLong(990)),
         new TimeoutLatch,
         () => cycles.incrementAndGet()
       )
-    assert(limiter.await(() => (), _ => fail("no warning expected")) == 0L)
+    assert(limiter.await(10, () => (), _ => fail("no warning expected")) == 0L)
     assert(cycles.get == 0)
   }
 
@@ -54,7 +54,7 @@ class BackpressureSuite extends AnyFunSuite {
     var now = 0L
     val latch = new TimeoutLatch
     val limiter = new QueueLimiter(
-      () => outstanding.get >= 5,
+      QueueLimiter.reserve(5, Long.MaxValue, outstanding, new AtomicLong),
       latch,
       () => {
         cycles.incrementAndGet()
@@ -65,20 +65,53 @@ class BackpressureSuite extends AnyFunSuite {
       stepMs = 1
     )
     var warnedAt = -1L
-    limiter.await(() => (), ms => warnedAt = ms)
+    limiter.await(1, () => (), ms => warnedAt = ms)
     assert(cycles.get == 4)
+    assert(outstanding.get == 5, "the record that got through is counted")
     assert(warnedAt >= 1000L, "a wait over 1 s warns")
   }
 
-  test("full: either bound blocks") {
-    assert(!QueueLimiter.full(10, 100, () => 9L, () => 99L)())
-    assert(QueueLimiter.full(10, 100, () => 10L, () => 0L)())
-    assert(QueueLimiter.full(10, 100, () => 0L, () => 100L)())
+  test("reserve: either bound blocks, nothing is reserved when it does, an oversized record goes alone") {
+    val records, bytes = new AtomicLong
+    val reserve = QueueLimiter.reserve(10, 100, records, bytes)
+    records.set(9); bytes.set(90)
+    assert(reserve(10) && records.get == 10 && bytes.get == 100, "exactly at both bounds is allowed")
+    records.set(9); bytes.set(91)
+    assert(!reserve(10) && records.get == 9 && bytes.get == 91, "bytes would pass the bound: nothing reserved")
+    records.set(10); bytes.set(0)
+    assert(!reserve(1) && records.get == 10 && bytes.get == 0)
+    records.set(0); bytes.set(0)
+    assert(reserve(1000) && bytes.get == 1000, "larger than the bound, nothing outstanding: goes alone")
+    assert(!reserve(1), "and then nothing else goes until it completes")
+  }
+
+  test("reserve never lets racing threads past either bound together") {
+    val records, bytes, peakRecords, peakBytes = new AtomicLong
+    val reserve = QueueLimiter.reserve(7, 700, records, bytes)
+    val threads = (1 to 8).map { t =>
+      new Thread(() => {
+        val n = 50 + t * 10 // 60..130 bytes: sometimes the record bound binds, sometimes the byte bound
+        var done = 0
+        while (done < 20000) {
+          if (reserve(n)) {
+            peakRecords.accumulateAndGet(records.get, (a: Long, b: Long) => math.max(a, b))
+            peakBytes.accumulateAndGet(bytes.get, (a: Long, b: Long) => math.max(a, b))
+            records.decrementAndGet()
+            bytes.addAndGet(-n.toLong)
+            done += 1
+          } else Thread.onSpinWait()
+        }
+      })
+    }
+    threads.foreach(_.start())
+    threads.foreach(_.join(60000))
+    assert(peakRecords.get <= 7 && peakBytes.get <= 700, s"peaks ${peakRecords.get} records, ${peakBytes.get} bytes")
+    assert(records.get == 0 && bytes.get == 0)
   }
 
   test("QueueLimiter rethrows the writer's async error instead of waiting on") {
-    val limiter = new QueueLimiter(() => true, new TimeoutLatch, () => (), stepMs = 1)
-    val e = intercept[IllegalStateException](limiter.await(() => throw new IllegalStateException("boom"), _ => ()))
+    val limiter = new QueueLimiter(_ => false, new TimeoutLatch, () => (), stepMs = 1)
+    val e = intercept[IllegalStateException](limiter.await(1, () => throw new IllegalStateException("boom"), _ => ()))
     assert(e.getMessage == "boom")
   }
 
@@ -87,20 +120,21 @@ class BackpressureSuite extends AnyFunSuite {
     val writer = TestWriters.writer(fakes, Map("queue_limit" -> "1000", "max_outstanding_bytes" -> "10"))
     writer.open(0, 0)
     val producer = fakes.last
-    writer.process(TestWriters.row("k", "123456")) // 6 bytes: under the bound
-    writer.process(TestWriters.row("k", "12345")) // 11 bytes outstanding now: at/over the bound
+    writer.process(TestWriters.row("k", "123456")) // 6 bytes
+    writer.process(TestWriters.row("k", "1234")) // 10 bytes outstanding now: exactly the bound
     val m = fakes.pool.live.head.metrics
-    assert(m.outstandingBytes.get == 11)
+    assert(m.outstandingBytes.get == 10 && m.inFlightRecords.get == 2)
     val third = new Thread(() => writer.process(TestWriters.row("k", "x")))
     third.start()
     eventually(10000)(m.backpressureCycles.getCount > 0)
     assert(third.isAlive && producer.sent.size == 2, "blocked by bytes, not by the record count")
-    producer.succeed(1) // 5 bytes left: under the bound
+    assert(m.outstandingBytes.get == 10, "a blocked record reserves nothing")
+    producer.succeed(1) // 4 bytes left: room for 1 more
     third.join(10000)
-    assert(!third.isAlive && producer.sent.size == 3)
+    assert(!third.isAlive && producer.sent.size == 3 && m.outstandingBytes.get == 5)
     producer.succeed(2)
     writer.close(null)
-    assert(m.outstandingBytes.get == 0)
+    assert(m.outstandingBytes.get == 0 && m.inFlightRecords.get == 0)
   }
 
   // FLINK-9374's testBackpressure: with queue_limit=1, the first record goes straight out, the

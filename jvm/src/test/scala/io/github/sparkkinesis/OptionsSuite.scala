@@ -16,11 +16,15 @@ class OptionsSuite extends AnyFunSuite {
     assert(o.maxOutstandingBytes == 64L * 1024 * 1024)
     assert(o.failOnError)
     assert(o.producer.kplSettings("MetricsLevel") == "none")
+    assert(o.producer.kplSettings("EnableOldestFutureTracker") == "false")
     assert(o.producer.kplSettings("Region") == "us-east-1")
   }
 
   test("a user's KPL setting wins over the writer's default") {
     assert(parse("kpl.MetricsLevel" -> "summary").producer.kplSettings("MetricsLevel") == "summary")
+    assert(
+      parse("kpl.EnableOldestFutureTracker" -> "true").producer.kplSettings("EnableOldestFutureTracker") == "true"
+    )
   }
 
   test("endpoint forms are normalised to the KPL's bare host and port") {

@@ -97,6 +97,20 @@ class WriterSuite extends AnyFunSuite {
     w2.close(null)
   }
 
+  test("a put that throws gives back the room it reserved under the limits") {
+    val fakes = new FakePool
+    val w = writer(fakes, Map("queue_limit" -> "1"))
+    w.open(0, 0)
+    fakes.last.failPutWith = Some(new IllegalArgumentException("rejected by the KPL"))
+    intercept[IllegalArgumentException](w.process(row("a", "12345")))
+    val m = fakes.pool.live.head.metrics
+    assert(m.inFlightRecords.get == 0 && m.outstandingBytes.get == 0)
+    fakes.last.failPutWith = None
+    w.process(row("a", "1")) // would block forever at queue_limit=1 had the failed put kept its room
+    fakes.last.succeed(1)
+    w.close(null)
+  }
+
   test("metrics count confirmed records, bytes, failures, retries and outstanding bytes") {
     val fakes = new FakePool
     val w = writer(fakes, Map("fail_on_error" -> "false"))

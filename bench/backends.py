@@ -1,0 +1,218 @@
+"""Local Kinesis backends for the benchmarks, each one process on a free loopback port.
+
+kinesis-mock (the test emulator) ingests ~1-2 MB/s, far below what the writer can send, so the
+throughput figures use kinesalite: it serves either HTTPS (what the KPL needs) or plain HTTP (what
+the fault front forwards to) per process and keeps streams in memory. moto_server --ssl was faster
+for large records but lost ~0.1 % of KPL aggregates under concurrent PutRecords (read back short,
+in groups of one aggregate), so it is not used.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+from spark_kinesis.testing import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, REGION, free_port  # noqa: E402
+
+KINESALITE_DIR = ROOT / "bench" / "backend" / "node_modules" / "kinesalite"
+
+# The KPL settings every benchmark run shares: loopback, no CloudWatch, no cert check (self-signed).
+KPL_BASE: dict[str, Any] = {
+    "VerifyCertificate": False,
+    "MetricsLevel": "none",
+    "LogLevel": "warning",
+    "RequestTimeout": 30000,
+    "RecordTtl": 120000,
+}
+
+
+class Backend:
+    """A Kinesis-compatible server process. ``tls`` picks HTTPS (KPL, boto3) or plain HTTP (fault front)."""
+
+    name = "?"
+
+    def __init__(self, tls: bool = True) -> None:
+        self.tls = tls
+        self.port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log = Path(tempfile.mkstemp(prefix=f"bench-{self.name}-", suffix=".log")[1])
+        self._client: Any = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> Backend:
+        self.port = free_port()
+        with self._log.open("wb") as log:
+            self._proc = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, cwd=tempfile.gettempdir()
+            )
+        deadline = time.monotonic() + timeout_s
+        while not self.ready():
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self._proc.returncode}: {self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"{self.name} not ready after {timeout_s}s: {self.log_tail()}")
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=10)
+        self._proc = None
+
+    def __enter__(self) -> Backend:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def log_tail(self, n: int = 3000) -> str:
+        return self._log.read_text(errors="replace")[-n:] if self._log.exists() else ""
+
+    def _probe(self, method: str, path: str) -> int | None:
+        import ssl
+
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        req = urllib.request.Request(self.url + path, method=method, data=b"" if method == "POST" else None)
+        try:
+            with urllib.request.urlopen(req, timeout=2, context=ctx if self.tls else None) as r:
+                return int(r.status)
+        except urllib.error.HTTPError as e:
+            return int(e.code)
+        except OSError:
+            return None
+
+    # -- clients -------------------------------------------------------------------------------
+    def endpoint_options(self) -> dict[str, Any]:
+        """``KinesisWriter`` keyword arguments (minus the stream and limits) that point at this backend."""
+        assert self.tls, "the KPL speaks HTTPS only"
+        return {
+            "endpoint": self.url,
+            "region": REGION,
+            "aws_access_key_id": FAKE_ACCESS_KEY_ID,
+            "aws_secret_access_key": FAKE_SECRET_ACCESS_KEY,
+            "kpl": dict(KPL_BASE),
+        }
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """``boto3.client("kinesis", **kwargs)`` for this backend (also used inside Spark's Python workers)."""
+        return {
+            "endpoint_url": self.url,
+            "region_name": REGION,
+            "aws_access_key_id": FAKE_ACCESS_KEY_ID,
+            "aws_secret_access_key": FAKE_SECRET_ACCESS_KEY,
+            "verify": False,
+        }
+
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            self._client = boto3.client(
+                "kinesis",
+                config=Config(retries={"max_attempts": 10, "mode": "standard"}, read_timeout=120),
+                **self.client_kwargs(),
+            )
+        return self._client
+
+    def create_stream(self, name: str, shards: int, timeout_s: float = 30.0) -> None:
+        c = self.client()
+        c.create_stream(StreamName=name, ShardCount=shards)
+        deadline = time.monotonic() + timeout_s
+        while c.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamStatus"] != "ACTIVE":
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"stream {name} not ACTIVE after {timeout_s}s")
+            time.sleep(0.05)
+
+    def delete_stream(self, name: str, timeout_s: float = 30.0) -> None:
+        c = self.client()
+        c.delete_stream(StreamName=name, EnforceConsumerDeletion=True)
+        deadline = time.monotonic() + timeout_s
+        while name in c.list_streams()["StreamNames"]:  # deletion is asynchronous
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"stream {name} not deleted after {timeout_s}s")
+            time.sleep(0.05)
+
+
+class Kinesalite(Backend):
+    """kinesalite 3.3.3 (npm, pinned in bench/backend): Node, in-memory, bound to 127.0.0.1."""
+
+    name = "kinesalite"
+
+    def command(self) -> list[str]:
+        node = shutil.which("node")
+        if node is None:
+            raise RuntimeError("node is not on PATH; kinesalite needs Node.js")
+        if not KINESALITE_DIR.is_dir():
+            raise FileNotFoundError(f"{KINESALITE_DIR} missing: run `npm ci` in bench/backend (make bench does)")
+        # Its CLI listens on all interfaces; the module API can bind to loopback.
+        # It rethrows a request's 'aborted' error (a client hanging up mid-request) from an event
+        # handler, which kills the process; log and go on instead.
+        script = (
+            "process.on('uncaughtException', e => console.error('kinesalite: ignored', e.code || e));"
+            f"require({str(KINESALITE_DIR)!r})({{ssl: {str(self.tls).lower()}, createStreamMs: 0, "
+            f"deleteStreamMs: 0, updateStreamMs: 0, shardLimit: 1000}}).listen({self.port}, '127.0.0.1')"
+        )
+        return [node, "-e", script]
+
+    def ready(self) -> bool:
+        # No health route, and a request whose client hangs up early crashes it (an unhandled
+        # 'aborted' error): a bare TCP connect is the probe.
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+
+BACKENDS: dict[str, type[Backend]] = {"kinesalite": Kinesalite}
+
+
+def backend(name: str, tls: bool = True) -> Backend:
+    try:
+        return BACKENDS[name](tls=tls)
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; choose one of {sorted(BACKENDS)}") from None
+
+
+if __name__ == "__main__":  # quick manual check: python bench/backends.py kinesalite
+    with backend(sys.argv[1] if len(sys.argv) > 1 else "kinesalite") as b:
+        b.create_stream("probe", 2)
+        print(b.name, b.url, b.client().list_streams()["StreamNames"], os.getpid())

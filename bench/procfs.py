@@ -1,0 +1,83 @@
+"""CPU and memory of process trees from /proc (Linux): what the benchmarks charge to each side."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_TICK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+KPL_COMM = "kinesis_produc"  # /proc/<pid>/comm is cut at 15 characters: kinesis_producer
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    comm: str
+    cpu_s: float  # user + sys of the process and of its reaped children
+
+
+def read(pid: int) -> Proc | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm is parenthesised and may contain spaces; the fields after it are fixed.
+    comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+    f = raw[raw.rindex(")") + 2 :].split()
+    ppid = int(f[1])
+    utime, stime, cutime, cstime = (int(x) for x in f[11:15])
+    return Proc(pid, ppid, comm, (utime + stime + cutime + cstime) / _TICK)
+
+
+def tree(root: int) -> dict[int, Proc]:
+    """``root`` and every live descendant."""
+    procs = [p for p in (read(int(d)) for d in os.listdir("/proc") if d.isdigit()) if p is not None]
+    children: dict[int, list[Proc]] = {}
+    for p in procs:
+        children.setdefault(p.ppid, []).append(p)
+    out: dict[int, Proc] = {}
+    top = read(root)
+    todo = [top] if top else []
+    while todo:
+        p = todo.pop()
+        out[p.pid] = p
+        todo.extend(children.get(p.pid, []))
+    return out
+
+
+def kind(p: Proc, root: int) -> str:
+    if p.pid == root:
+        return "jvm"
+    if p.comm.startswith(KPL_COMM):
+        return "kpl_daemon"
+    return "other"  # Python workers (boto3 variants), shells
+
+
+def cpu_by_kind(before: dict[int, Proc], after: dict[int, Proc], root: int) -> dict[str, float]:
+    """CPU seconds spent between two ``tree`` snapshots, by kind. A process that ended unreaped in
+    between loses its share (PySpark reuses its workers; the KPL daemon lives as long as its producer)."""
+    out = {"jvm": 0.0, "kpl_daemon": 0.0, "other": 0.0}
+    for pid, p in after.items():
+        prev = before.get(pid)
+        start = prev.cpu_s if prev is not None and prev.comm == p.comm else 0.0
+        out[kind(p, root)] += p.cpu_s - start
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    p = read(pid)
+    return p.cpu_s if p else 0.0
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
+    except OSError:
+        return 0
+
+
+def kpl_daemons(root: int) -> list[int]:
+    return [p.pid for p in tree(root).values() if p.comm.startswith(KPL_COMM)]

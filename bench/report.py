@@ -1,0 +1,351 @@
+"""Plots (docs/img/bench-*.png) and the results table of docs/benchmarks.md from one bench result.
+
+Re-render from a saved result without rerunning: python bench/report.py bench/results/<ts>.json
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+IMG = ROOT / "docs" / "img"
+DOC = ROOT / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
+VARIANTS = {
+    "writer": "KinesisWriter (KPL)",
+    "boto3": "foreachBatch + boto3 put_records",
+    "boto3_agg": "foreachBatch + aws-kinesis-agg + boto3",
+    "noop": "Spark alone (noop sink)",
+}
+BP_COLORS = {"no limit": "tab:red", "queue_limit": "tab:blue", "max_outstanding_bytes": "tab:green"}
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _median_spread(xs: list[float]) -> tuple[float, float, float]:
+    s = sorted(xs)
+    mid = s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
+    return mid, mid - s[0], s[-1] - mid
+
+
+def plot_throughput(result: dict[str, Any]) -> Path | None:
+    runs = result.get("throughput_runs")
+    if not runs:
+        return None
+    plt = _plt()
+    panels = [(runs, 100, "100-byte records"), (runs, 10240, "10 KiB records")]
+    if result.get("limited_runs"):
+        shards = result["config"]["limited_shards"]
+        panels.append((result["limited_runs"], 100, f"100 B behind shard quotas\n({shards} x 1 MiB/s, 1,000 rec/s)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.4))
+    for ax, (source, payload, title) in zip(axes, panels):
+        names, mids, errs = [], [], [[], []]
+        for v, label in VARIANTS.items():
+            xs = [r["records_per_s"] for r in source if r["variant"] == v and r["payload"] == payload]
+            if not xs:
+                continue
+            m, lo, hi = _median_spread(xs)
+            names.append(label.replace(" + ", " +\n"))
+            mids.append(m)
+            errs[0].append(lo)
+            errs[1].append(hi)
+        colors = ["tab:green", "tab:gray", "tab:olive", "lightgray"][: len(names)]
+        bars = ax.bar(range(len(names)), mids, yerr=errs, color=colors, capsize=4)
+        for bar, m in zip(bars, mids):
+            ax.annotate(f"{m:,.0f}", (bar.get_x() + bar.get_width() / 2, m), ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(names)), names, fontsize=7)
+        ax.set_ylabel("records/s (median, bars: min-max)")
+        ax.set_title(title)
+    fig.suptitle(f"Throughput into {result['backend']['used']} (local, TLS), {result['config']['reps']} repetitions")
+    fig.tight_layout()
+    return _save(fig, "bench-throughput.png")
+
+
+def plot_overhead(result: dict[str, Any]) -> Path | None:
+    sm = result.get("summary", {})
+    if "cpu_s_per_m_bare" not in sm:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    runs = result["throughput_runs"]
+    w = [r for r in runs if r["variant"] == "writer" and r["payload"] == 100]
+    n = [r for r in runs if r["variant"] == "noop" and r["payload"] == 100]
+    b = result["bare_kpl_runs"]
+    rows = result["config"]["rows"] / 1e6
+
+    def med(xs: list[float]) -> float:
+        return _median_spread(xs)[0]
+
+    gen = med([r["cpu_s"]["jvm"] for r in n]) / rows
+    wjvm = med([r["cpu_s"]["jvm"] for r in w]) / rows - gen
+    wd = med([r["cpu_s"]["kpl_daemon"] for r in w]) / rows
+    bj = med([r["jvm_cpu_s"] / r["records"] * 1e6 for r in b])
+    bd = med([r["daemon_cpu_s"] / r["records"] * 1e6 for r in b])
+    ax.barh([1], [gen], color="lightgray", label="Spark: read + build rows (noop run)")
+    ax.barh([1], [wjvm], left=[gen], color="tab:green", label="JVM: writer + KPL Java side")
+    ax.barh([0], [bj], color="tab:olive", label="JVM: bare loop + KPL Java side")
+    ax.barh([0, 1], [bd, wd], left=[bj, gen + wjvm], color="tab:purple", label="KPL native daemon")
+    ax.set_yticks([0, 1], ["bare KPL loop", "Spark writer"])
+    ax.set_xlabel("CPU seconds per million 100-byte records (user + sys, medians)")
+    wall = sm.get("ratio_vs_kpl", {}).get("median")
+    cpu = sm.get("cpu_ratio_vs_kpl", {}).get("median")
+    ax.set_title(f"Writer vs bare KPL loop: wall throughput {wall:.2f}x, CPU (net of Spark) {cpu:.2f}x")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return _save(fig, "bench-overhead.png")
+
+
+def _bp_series(run: dict[str, Any]) -> dict[str, list[float]]:
+    s = run["samples"]
+    t = [x["t"] for x in s]
+    rate = [0.0] + [(b["sent"] - a["sent"]) / max(1e-3, b["t"] - a["t"]) for a, b in zip(s, s[1:])]
+    t0 = s[0]["mono"] - s[0]["t"] if s else 0.0
+    f = [x for x in run.get("front", []) if x["mono"] >= t0]  # from the query's start
+    ft = [x["mono"] - t0 for x in f]
+    link = [0.0] + [
+        (b["admitted_bytes"] - a["admitted_bytes"]) / max(1e-3, b["mono"] - a["mono"]) / 2**20 for a, b in zip(f, f[1:])
+    ]
+    return {
+        "t": t,
+        "rate": rate,
+        "ft": ft,
+        "link": link,
+        "out_rec": [x["outstanding_records"] for x in s],
+        "out_mib": [x["outstanding_bytes"] / 2**20 for x in s],
+        "rss": [x["kpl_rss"] / 2**20 for x in s],
+        "heap": [x["heap_used"] / 2**20 for x in s],
+        "failed": [x["failed"] for x in s],
+    }
+
+
+def plot_backpressure(result: dict[str, Any]) -> list[Path]:
+    bp = result.get("backpressure")
+    if not bp:
+        return []
+    plt = _plt()
+    cap = result["config"].get("bp_shards", 2)
+    series = {k: _bp_series(v) for k, v in bp.items()}
+    out = []
+
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    for k, s in series.items():
+        c = BP_COLORS.get(k)
+        a1.plot(s["ft"], s["link"], color=c, label=k, lw=1)
+        a2.plot(s["t"], s["rate"], color=c, label=k, lw=1)
+        _mark_end(a1, bp[k], s, c)
+        _mark_end(a2, bp[k], s, c)
+    a1.axhline(cap, color="black", ls="--", lw=0.8, label=f"link capacity ({cap} shards x 1 MiB/s)")
+    a1.set_ylabel("MiB/s into Kinesis\n(admitted at the shard limits)")
+    a2.set_ylabel("records/s confirmed\n(KPL callbacks)")
+    a2.set_xlabel("seconds")
+    a1.legend(fontsize=8, loc="upper right")
+    fig.suptitle("Backpressure: throughput behind enforced shard limits (source ~5x faster than the link)")
+    fig.tight_layout()
+    out.append(_save(fig, "bench-backpressure-throughput.png"))
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    panels = (
+        ("out_rec", "outstanding records (KPL count, log)", True),
+        ("out_mib", "outstanding payload MiB (log)", True),
+        ("rss", "KPL daemon RSS, MiB", False),
+        ("heap", "JVM heap used, MiB", False),
+    )
+    for ax, (key, label, log) in zip(axes.flat, panels):
+        for k, s in series.items():
+            ax.plot(s["t"], s[key], color=BP_COLORS.get(k), label=k, lw=1)
+            _mark_end(ax, bp[k], s, BP_COLORS.get(k))
+        if log:
+            ax.set_yscale("symlog", linthresh=1 if key == "out_rec" else 0.01)
+            ax.set_ylim(bottom=0)
+        ax.set_ylabel(label)
+    for k, v in bp.items():
+        lim = v["limits"]
+        if k == "queue_limit":
+            axes[0][0].axhline(lim["queue_limit"], color=BP_COLORS[k], ls="--", lw=0.8)
+        if k == "max_outstanding_bytes":
+            axes[0][1].axhline(lim["max_outstanding_bytes"] / 2**20, color=BP_COLORS[k], ls="--", lw=0.8)
+    axes[0][0].legend(fontsize=8)
+    for ax in axes[1]:
+        ax.set_xlabel("seconds")
+    fig.suptitle(
+        "Backpressure: what is held in flight, and the memory it takes (dashed: the limit; dotted: the query failed)"
+    )
+    fig.tight_layout()
+    out.append(_save(fig, "bench-backpressure-memory.png"))
+    return out
+
+
+def _mark_end(ax: Any, run: dict[str, Any], s: dict[str, list[float]], color: str | None) -> None:
+    if run.get("error") and s["t"]:
+        ax.axvline(s["t"][-1], color=color, ls=":", lw=1)
+
+
+def _save(fig: Any, name: str) -> Path:
+    IMG.mkdir(parents=True, exist_ok=True)
+    path = IMG / name
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+# -- the table ----------------------------------------------------------------------------------
+def _r(sm: dict[str, Any], key: str, digits: int = 1, unit: str = "") -> str:
+    v = sm.get(key)
+    if v is None:
+        return "n/a"
+    if isinstance(v, dict):
+        if v["n"] > 1:
+            return f"**{v['median']:,.{digits}f}{unit}** ({v['min']:,.{digits}f}–{v['max']:,.{digits}f})"
+        v = v["median"]
+    return f"**{v:,.{digits}f}{unit}**"
+
+
+def _goal(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("met" if ok else "**missed**")
+
+
+def _med(sm: dict[str, Any], key: str) -> float | None:
+    v = sm.get(key)
+    return v["median"] if isinstance(v, dict) else v
+
+
+def table(result: dict[str, Any], source: str) -> str:
+    sm = result.get("summary", {})
+    cfg = result["config"]
+    rows = []
+
+    def row(what: str, measured: str, goal: str, ok: bool | None) -> None:
+        rows.append(f"| {what} | {measured} | {goal} | {_goal(ok)} |")
+
+    for p, label in ((100, "100 B"), (10240, "10 KiB")):
+        n = cfg["rows"] if p == 100 else cfg["rows_10k"]
+        for v in ("writer", "boto3", "boto3_agg", "noop"):
+            if f"{v}_{p}_records_per_s" in sm:
+                row(
+                    f"{VARIANTS[v]}, {label} × {n:,}",
+                    f"{_r(sm, f'{v}_{p}_records_per_s', 0)} rec/s, {_r(sm, f'{v}_{p}_mb_per_s', 1)} MB/s",
+                    "",
+                    None,
+                )
+        r1, r2 = _med(sm, f"ratio_vs_boto3_{p}"), _med(sm, f"ratio_vs_boto3_agg_{p}")
+        row(
+            f"ratio writer / boto3, {label}",
+            _r(sm, f"ratio_vs_boto3_{p}", 2, "×"),
+            "≥ 20×" if p == 100 else "",
+            (r1 >= 20) if (r1 is not None and p == 100) else None,
+        )
+        row(
+            f"ratio writer / aws-kinesis-agg + boto3, {label}",
+            _r(sm, f"ratio_vs_boto3_agg_{p}", 2, "×"),
+            "≥ 1×",
+            (r2 >= 1) if r2 is not None else None,
+        )
+    if "limited_writer_records_per_s" in sm:
+        n = cfg.get("rows_limited", 0)
+        for v in ("writer", "boto3", "boto3_agg"):
+            row(
+                f"{VARIANTS[v]}, 100 B × {n:,}, behind shard quotas",
+                f"{_r(sm, f'limited_{v}_records_per_s', 0)} rec/s",
+                "",
+                None,
+            )
+        row("ratio writer / boto3, behind shard quotas", _r(sm, "limited_ratio_vs_boto3", 2, "×"), "", None)
+        row(
+            "ratio writer / aws-kinesis-agg + boto3, behind shard quotas",
+            _r(sm, "limited_ratio_vs_boto3_agg", 2, "×"),
+            "",
+            None,
+        )
+    k, c = _med(sm, "ratio_vs_kpl"), _med(sm, "cpu_ratio_vs_kpl")
+    row(
+        "wall throughput, writer / bare KPL loop (100 B)",
+        _r(sm, "ratio_vs_kpl", 2, "×"),
+        "≥ 0.9×",
+        None if k is None else k >= 0.9,
+    )
+    row(
+        "CPU per record, writer (net of Spark's row generation) / bare KPL loop",
+        _r(sm, "cpu_ratio_vs_kpl", 2, "×"),
+        "≤ 1.25×",
+        None if c is None else c <= 1.25,
+    )
+    row("CPU per record, writer incl. Spark / bare KPL loop", _r(sm, "cpu_ratio_vs_kpl_gross", 2, "×"), "", None)
+    row(
+        "CPU s per million records: writer net / Spark generation / bare loop",
+        " / ".join(_r(sm, f"cpu_s_per_m_{k}", 1) for k in ("writer_net", "generation", "bare")),
+        "",
+        None,
+    )
+    row("KPL daemon share of the writer's CPU", _r(sm, "daemon_cpu_share_writer", 2), "", None)
+    for k2, v in result.get("backpressure", {}).items():
+        s = v["summary"]
+        util = s["link_utilisation"]
+        rss = s["kpl_rss_mb_first_last"]
+        measured = (
+            f"link {util:.1%} used; peak outstanding {s['peak_outstanding_records']:,} records / "
+            f"{s['peak_outstanding_bytes'] / 2**20:,.1f} MiB; KPL RSS {rss[0]:,.0f} → {rss[1]:,.0f} MiB "
+            f"(max {s['kpl_rss_mb_max']:,.0f}); failed records {s['failed']:,}; {s['seconds']:.0f} s"
+            if util is not None and rss
+            else json.dumps(s)
+        )
+        if s["error"]:
+            measured += f"; query failed: `{s['error'][:160]}`"
+        if k2 == "no limit":
+            row(f"backpressure, {k2}", measured, "shows the growth", None)
+        else:
+            ok = (
+                util is not None
+                and util >= 0.95
+                and s["peak_over_limit"] <= 1.0
+                and s["failed"] == 0
+                and not s["error"]
+            )
+            row(
+                f"backpressure, {k2}",
+                measured + f"; peak/limit {s['peak_over_limit']:.3f}",
+                "≤ limit, flat RSS, no expiry, ≥ 95 % of link",
+                ok,
+            )
+    for j in result.get("jmh", []):
+        row(
+            f"hot path `process()` (JMH, stub producer), {j['params']}",
+            f"**{j['ns_per_op']:.0f}** ± {j['error']:.0f} ns/record",
+            "≤ 1,000 ns",
+            j["ns_per_op"] <= 1000,
+        )
+    head = (
+        f"Run `{result['started']}` ({source}), {result['machine']['cpus']} CPUs, backend "
+        f"{result.get('backend', {}).get('used', 'n/a')}; medians with (min–max) over {cfg['reps']} repetitions.\n\n"
+        "| Measure | Measured | Goal | |\n|---|---|---|---|\n"
+    )
+    return head + "\n".join(rows) + "\n"
+
+
+def write(result: dict[str, Any], path: Path) -> None:
+    plots = [plot_throughput(result), plot_overhead(result), *plot_backpressure(result)]
+    for p in plots:
+        if p is not None:
+            print(f"bench: plot {p.relative_to(ROOT)}", flush=True)
+    if DOC.exists():
+        text = DOC.read_text()
+        if BEGIN in text and END in text:
+            rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+            new = BEGIN + "\n" + table(result, rel) + END
+            DOC.write_text(re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda _: new, text, flags=re.S))
+            print(f"bench: table in {DOC.relative_to(ROOT)}", flush=True)
+
+
+if __name__ == "__main__":
+    p = Path(sys.argv[1]).resolve()
+    write(json.loads(p.read_text()), p)

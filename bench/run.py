@@ -1,0 +1,602 @@
+"""make bench: throughput, overhead, backpressure and hot-path benchmarks (not part of make test).
+
+Every comparison runs its sides alternating in the same run on the same backend and is reported
+as a ratio with its spread over the repetitions. Results: bench/results/<timestamp>.json (every
+sample), plots in docs/img/, the table in docs/benchmarks.md (between the bench markers), and a
+last machine-readable line:
+
+  bench: writer_rps=… boto3_rps=… ratio_vs_boto3=… ratio_vs_kpl=… cpu_ratio_vs_kpl=…
+         link_util_limited=… max_outstanding_over_limit=… hot_path_ns=…
+
+Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [1000000],
+BENCH_ROWS_10K [50000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
+BENCH_ROWS_LIMITED [200000], BENCH_PARTS [throughput,backpressure,jmh], BENCH_SKIP [none; overhead,limited].
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(HERE))
+
+import urllib3  # noqa: E402
+
+urllib3.disable_warnings()  # every backend here has a self-signed (kinesalite: expired) cert
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+import backends  # noqa: E402
+import jfr_top  # noqa: E402
+from spark_kinesis.faults import FaultFront  # noqa: E402
+from spark_kinesis.testing import read_stream  # noqa: E402
+
+REPS = int(os.environ.get("BENCH_REPS", "3"))
+ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
+ROWS_10K = int(os.environ.get("BENCH_ROWS_10K", "50000"))
+BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
+PARTS = os.environ.get("BENCH_PARTS", "throughput,backpressure,jmh").split(",")
+# The KPL caps itself at 150 % of a shard's 1 MiB/s (its RateLimit): enough shards that this cap
+# stays above what the CPU (100 B) or the backend (10 KiB) allows, as a fast stream would have.
+SHARDS = {100: 8, 10240: 16}
+WARM_START = 10**12  # warm-up ids never collide with measured ones
+RESULTS = HERE / "results"
+IMG = ROOT / "docs" / "img"
+SBT = [str(ROOT / "build" / "sbt"), "-batch"]
+
+# The writer as the throughput runs configure it (the bare KPL loop gets the same map).
+WRITER = {"queue_limit": 10000, "producer_idle_timeout_ms": 3_600_000}
+# Part 1 again behind the fault front's per-shard quotas (what a real stream enforces).
+LIMITED_SHARDS = 4
+LIMITED_ROWS = int(os.environ.get("BENCH_ROWS_LIMITED", "200000"))
+# Backpressure: 2 shards at 1 MiB/s each behind the fault front, 1,000-byte records from a source
+# ~5x faster; limits sized by docs/configuration.md (~1 s of the link each).
+BP_SHARDS = 2
+BP_PAYLOAD = 1000
+BP_ROWS_PER_S = int(os.environ.get("BENCH_BP_ROWS_PER_S", "10000"))
+BP_RUNS: dict[str, dict[str, int]] = {
+    "no limit": {"queue_limit": 2**31 - 1, "max_outstanding_bytes": 2**62},
+    "queue_limit": {"queue_limit": 2000, "max_outstanding_bytes": 2**62},
+    "max_outstanding_bytes": {"queue_limit": 2**31 - 1, "max_outstanding_bytes": 2 * 1024 * 1024},
+}
+
+
+def say(msg: str) -> None:
+    print(f"bench: {msg}", flush=True)
+
+
+def spread(xs: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def rotate(xs: list[str], k: int) -> list[str]:
+    k %= len(xs)
+    return xs[k:] + xs[:k]
+
+
+# -- backend calibration -----------------------------------------------------------------------
+SHAPES = {"100": (100, 500), "10240": (10240, 500), "blob": (51200, 100)}  # (bytes, records per call)
+
+
+def calibrate(b: backends.Backend, seconds: float = 4.0) -> dict[str, float]:
+    """How fast the backend ingests, from 2 boto3 threads, per record shape: unaggregated 100 B and
+    10 KiB records (the boto3 side) and 50 KiB blobs (what KPL aggregates look like)."""
+    b.create_stream("calibrate", 8)
+    kwargs = b.client_kwargs()
+
+    def pump(size: int, n: int) -> tuple[int, int]:
+        import boto3
+
+        c = boto3.client("kinesis", **kwargs)
+        recs = [{"Data": b"x" * size, "PartitionKey": str(i)} for i in range(n)]
+        count = nbytes = 0
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            ok = n - c.put_records(StreamName="calibrate", Records=recs)["FailedRecordCount"]
+            count, nbytes = count + ok, nbytes + ok * size
+        c.close()
+        return count, nbytes
+
+    out = {}
+    for label, (size, n) in SHAPES.items():
+        with ThreadPoolExecutor(2) as ex:
+            res = list(ex.map(lambda _, size=size, n=n: pump(size, n), range(2)))
+        out[f"{label}_records_per_s"] = sum(r[0] for r in res) / seconds
+        out[f"{label}_mb_per_s"] = sum(r[1] for r in res) / seconds / 1e6
+    b.delete_stream("calibrate")
+    return out
+
+
+# -- the Spark side (one long-lived session) ---------------------------------------------------
+class SparkSide:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "spark_side.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.hello = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("RESULT "):
+                return dict(json.loads(line[len("RESULT ") :]))
+        raise RuntimeError(f"spark side exited with {self.proc.wait()}")
+
+    def call(self, **cmd: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        out = self._read()
+        if "error" in out and cmd["cmd"] != "backpressure":
+            raise RuntimeError(f"spark side: {cmd['cmd']} failed: {out['error']}")
+        return out
+
+    def close(self) -> None:
+        try:
+            self.call(cmd="quit")
+        except (RuntimeError, BrokenPipeError):
+            pass
+        self.proc.wait(timeout=120)
+
+
+@contextmanager
+def spark_side() -> Iterator[SparkSide]:
+    side = SparkSide()
+    try:
+        yield side
+    finally:
+        side.close()
+
+
+# -- the bare KPL loop (bench/jvm) -------------------------------------------------------------
+def bench_classpath() -> str:
+    """Compile the bench project; its runtime classpath (sbt is not in the measured process tree)."""
+    subprocess.run([*SBT, "bench/writeClasspath"], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+    return (HERE / "jvm" / "target" / "classpath.txt").read_text().strip()
+
+
+def bare_loop(
+    classpath: str, options: dict[str, Any], rows: int, warmup: int, payload: int, jfr: str | None = None
+) -> dict[str, Any]:
+    from spark_kinesis import KinesisWriter
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(KinesisWriter(**options)._java_options(), f)  # the map the facade hands the JVM
+    try:
+        cmd = ["java", "-Xmx2g", *([f"-XX:StartFlightRecording=settings=profile,filename={jfr}"] if jfr else [])]
+        cmd += ["-cp", classpath, "io.github.sparkkinesis.bench.BareKplLoop"]
+        cmd += ["--options-file", f.name, "--records", str(rows), "--warmup", str(warmup)]
+        cmd += ["--payload-bytes", str(payload)]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    finally:
+        os.unlink(f.name)
+    if out.returncode != 0:
+        raise RuntimeError(f"BareKplLoop failed ({out.returncode}): {out.stderr[-3000:]}{out.stdout[-2000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+# -- part 1 + 2: throughput vs boto3, overhead vs a bare KPL loop ------------------------------
+def throughput(result: dict[str, Any]) -> None:
+    with backends.Kinesalite() as b:
+        figures = calibrate(b)
+        say(f"backend {b.name} (TLS): " + " ".join(f"{k}={v:,.1f}" for k, v in figures.items()))
+        result["backend"] = {"used": b.name, "calibration": figures}
+        say(f"throughput and overhead: shards per payload {SHARDS}, {REPS} repetitions")
+        throughput_on(b, result)
+
+
+def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
+    classpath = bench_classpath() if "overhead" not in os.environ.get("BENCH_SKIP", "") else ""
+    runs: list[dict[str, Any]] = []
+    bare: list[dict[str, Any]] = []
+    for payload, shards in SHARDS.items():
+        for v in ("writer", "boto3", "boto3_agg"):
+            b.create_stream(f"{v}-{payload}", shards)
+    b.create_stream("bare-100", SHARDS[100])
+    with spark_side() as side:
+        side.call(cmd="input", name="main", start=0, rows=ROWS, files=8)
+        side.call(cmd="input", name="10k", start=0, rows=ROWS_10K, files=8)
+        side.call(cmd="input", name="warm", start=WARM_START, rows=ROWS // 10, files=2)
+        side.call(cmd="input", name="warm10k", start=WARM_START, rows=ROWS_10K // 10, files=2)
+
+        def run(variant: str, payload: int, inp: str, rep: int, jfr: str | None = None) -> dict[str, Any]:
+            stream = f"{variant}-{payload}" if variant != "noop" else ""
+            if variant in ("boto3", "boto3_agg"):  # a fresh stream bounds the backend's memory
+                b.delete_stream(stream)
+                b.create_stream(stream, SHARDS[payload])
+            r = side.call(
+                cmd="run",
+                variant=variant,
+                input=inp,
+                payload=payload,
+                stream=stream,
+                writer={**b.endpoint_options(), **WRITER},
+                client_kwargs=b.client_kwargs(),
+                backend_pid=b.pid,
+                jfr=jfr,
+            )
+            r["rep"], r["backend"] = rep, b.name
+            if rep >= 0:
+                say(
+                    f"  rep {rep} {variant:9s} {payload:5d} B: {r['records_per_s']:>10,.0f} rec/s "
+                    f"{r['mb_per_s']:6.1f} MB/s  confirmed={r['confirmed']:,} "
+                    f"cpu={ {k: round(v, 1) for k, v in r['cpu_s'].items()} } backend_cpu={r['backend_cpu_s']:.1f}"
+                )
+                runs.append(r)
+            return r
+
+        # Warm-up: JIT, Python workers, the writer's pooled producers (each side once, not measured).
+        for v in ("writer", "boto3", "boto3_agg", "noop"):
+            run(v, 100, "warm", -1)
+        run("writer", 10240, "warm10k", -1)
+        sides = ["writer", "boto3", "boto3_agg", "noop"]
+        writer_100 = {**b.endpoint_options(), **WRITER}
+        for rep in range(REPS):
+            if classpath and rep % 2 == 1:
+                bare.append(bare_rep(classpath, writer_100, rep))
+            for v in rotate(sides, rep):
+                run(v, 100, "main", rep)
+            if classpath and rep % 2 == 0:
+                bare.append(bare_rep(classpath, writer_100, rep))
+            for v in rotate(sides[:3], rep):
+                run(v, 10240, "10k", rep)
+        # Where the CPU goes (not timed): a JFR recording of one more writer run and of one bare loop.
+        profiles = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            run("writer", 100, "main", -1, jfr=f"{tmp}/writer.jfr")
+            profiles["spark_writer_jvm"] = jfr_top.summarise(f"{tmp}/writer.jfr")
+            if classpath:
+                bare_loop(
+                    classpath, {**writer_100, "stream_name": "bare-100"}, ROWS, ROWS // 10, 100, jfr=f"{tmp}/bare.jfr"
+                )
+                profiles["bare_kpl_jvm"] = jfr_top.summarise(f"{tmp}/bare.jfr")
+        result["profile"] = profiles
+        if "limited" not in os.environ.get("BENCH_SKIP", ""):
+            result["limited_runs"] = shard_limited(side)
+        for name, prof in profiles.items():
+            say(f"  profile {name}: inclusive {prof['inclusive']}")
+            say(f"    top self frames: {[f'{f} {share:.1%}' for f, _, share in prof['top_self'][:6]]}")
+    say("verifying the writer's streams record by record (ids, bytes and keys read back, deaggregated)")
+    result["verify"] = {
+        "writer-100": verify(b, "writer-100", ROWS, REPS + 1, ROWS // 10, 100),  # + the profiled run
+        "writer-10240": verify(b, "writer-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
+    }
+    result["throughput_runs"] = runs
+    result["bare_kpl_runs"] = bare
+
+
+def bare_rep(classpath: str, writer_opts: dict[str, Any], rep: int) -> dict[str, Any]:
+    r = bare_loop(classpath, {**writer_opts, "stream_name": "bare-100"}, ROWS, ROWS // 10, 100)
+    r["rep"] = rep
+    say(
+        f"  rep {rep} bare KPL   100 B: {r['records_per_s']:>10,.0f} rec/s  "
+        f"cpu jvm={r['jvm_cpu_s']:.1f}s daemon={r['daemon_cpu_s']:.1f}s"
+    )
+    return r
+
+
+def verify(b: backends.Backend, stream: str, rows: int, reps: int, warm_rows: int, payload: int) -> dict[str, Any]:
+    """Every measured id came back ``reps`` times (plus the warm-up's), with the bytes BareKplLoop and
+    the Spark side both generate; the partition key is the id."""
+    counts: dict[int, int] = {}
+    bad = 0
+    for r in read_stream(b.client(), stream):
+        i = int(r.partition_key)
+        if r.data != f"{i:020d}".encode() + b"x" * (payload - 20):
+            bad += 1
+        counts[i] = counts.get(i, 0) + 1
+    missing = sum(1 for i in range(rows) if counts.get(i, 0) < reps)
+    warm_missing = sum(1 for i in range(WARM_START, WARM_START + warm_rows) if i not in counts)
+    dups = sum(c - reps for i, c in counts.items() if i < WARM_START and c > reps)
+    out = {"records": sum(counts.values()), "missing": missing + warm_missing, "duplicates": dups, "bad_bytes": bad}
+    say(f"  {stream}: {out}")
+    return out
+
+
+def front_options(front: FaultFront, kpl: dict[str, Any]) -> dict[str, Any]:
+    """``KinesisWriter`` keyword arguments for the KPL behind the fault front."""
+    return {
+        "endpoint": front.endpoint,
+        "region": backends.REGION,
+        "aws_access_key_id": backends.FAKE_ACCESS_KEY_ID,
+        "aws_secret_access_key": backends.FAKE_SECRET_ACCESS_KEY,
+        "kpl": kpl,
+    }
+
+
+def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
+    """Part 1 again with Kinesis's per-shard quotas enforced (1 MiB/s and 1,000 records/s, throttled
+    records answered as Kinesis does): what the comparison looks like against a real stream, where
+    unaggregated records hit the records/s quota long before the bytes quota."""
+    say(f"throughput behind shard limits: {LIMITED_SHARDS} shards x (1 MiB/s, 1,000 records/s), {LIMITED_ROWS:,} rows")
+    runs: list[dict[str, Any]] = []
+    with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
+        front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
+        side.call(cmd="input", name="limited", start=0, rows=LIMITED_ROWS, files=8)
+        writer = {**front_options(front, dict(backends.KPL_BASE)), **WRITER}
+        kwargs = {**up.client_kwargs(), "endpoint_url": front.endpoint}
+        for v in ("writer", "boto3", "boto3_agg"):
+            up.create_stream(f"lim-{v}", LIMITED_SHARDS)
+
+        def run(variant: str, inp: str, rep: int) -> None:
+            if variant != "writer":  # a fresh stream bounds the backend's memory
+                up.delete_stream(f"lim-{variant}")
+                up.create_stream(f"lim-{variant}", LIMITED_SHARDS)
+            throttled = front.stats()["throttled_records"]
+            r = side.call(
+                cmd="run",
+                variant=variant,
+                input=inp,
+                payload=100,
+                stream=f"lim-{variant}",
+                writer=writer,
+                client_kwargs=kwargs,
+                backend_pid=up.pid,
+            )
+            r["rep"], r["throttled"] = rep, front.stats()["throttled_records"] - throttled
+            if rep >= 0:
+                say(
+                    f"  rep {rep} {variant:9s} 100 B, shard-limited: {r['records_per_s']:>8,.0f} rec/s "
+                    f"confirmed={r['confirmed']:,} throttled={r['throttled']:,}"
+                )
+                runs.append(r)
+
+        for v in ("writer", "boto3", "boto3_agg"):
+            run(v, "warm", -1)
+        for rep in range(REPS):
+            for v in rotate(["writer", "boto3", "boto3_agg"], rep):
+                run(v, "limited", rep)
+    return runs
+
+
+# -- part 3: backpressure behind enforced shard limits ----------------------------------------
+def backpressure(result: dict[str, Any]) -> None:
+    say(
+        f"backpressure: {BP_SHARDS} shards x 1 MiB/s behind the fault front, {BP_ROWS_PER_S:,} rows/s "
+        f"of {BP_PAYLOAD} B for {BP_SECONDS:.0f} s per run"
+    )
+    out: dict[str, Any] = {}
+    for label, limits in BP_RUNS.items():
+        with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
+            up.create_stream("bp", BP_SHARDS)
+            front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
+            # The KPL's own defaults (RecordTtl 30 s) except what loopback needs.
+            kpl = {"VerifyCertificate": False, "MetricsLevel": "none", "LogLevel": "warning"}
+            opts = {**front_options(front, kpl), **limits}
+            front_samples: list[dict[str, Any]] = []
+            stop = threading.Event()
+
+            def sample_front(
+                front: FaultFront = front, into: list[dict[str, Any]] = front_samples, stop: threading.Event = stop
+            ) -> None:
+                while not stop.wait(1.0):
+                    into.append({"mono": time.monotonic(), **front.stats()})
+
+            t = threading.Thread(target=sample_front, daemon=True)
+            t.start()
+            with spark_side() as side:
+                r = side.call(
+                    cmd="backpressure",
+                    stream="bp",
+                    payload=BP_PAYLOAD,
+                    seconds=BP_SECONDS,
+                    rows_per_s=BP_ROWS_PER_S,
+                    writer=opts,
+                )
+            stop.set()
+            t.join()
+            r["front"] = front_samples
+            r["limits"] = limits
+            r["summary"] = bp_summary(r, limits)
+            say(f"  {label}: {r['summary']}")
+            out[label] = r
+    result["backpressure"] = out
+
+
+def bp_summary(r: dict[str, Any], limits: dict[str, int]) -> dict[str, Any]:
+    s = r["samples"]
+    link = BP_SHARDS * 1024 * 1024
+    front = r["front"]
+    steady = [f for f in front if s and f["mono"] >= s[0]["mono"] + 15]  # after the first batches
+    util = None
+    if len(steady) >= 2:
+        util = (
+            (steady[-1]["admitted_bytes"] - steady[0]["admitted_bytes"])
+            / (steady[-1]["mono"] - steady[0]["mono"])
+            / link
+        )
+    rss = [x["kpl_rss"] for x in s if x["kpl_rss"]]
+    peak_records = max((x["outstanding_records"] for x in s), default=0)
+    peak_bytes = max((x["outstanding_bytes"] for x in s), default=0)
+    over = max(peak_records / limits["queue_limit"], peak_bytes / limits["max_outstanding_bytes"])
+    return {
+        "seconds": s[-1]["t"] if s else 0,
+        "sent": s[-1]["sent"] if s else 0,
+        "failed": max((x["failed"] for x in s), default=0),
+        "error": (r["error"] or "")[:300] or None,
+        "link_utilisation": util,
+        "peak_outstanding_records": peak_records,
+        "peak_outstanding_bytes": peak_bytes,
+        "peak_over_limit": over,
+        "kpl_rss_mb_first_last": [rss[min(10, len(rss) - 1)] / 2**20, rss[-1] / 2**20] if rss else None,
+        "kpl_rss_mb_max": max(rss) / 2**20 if rss else None,
+        "throttled_records": front[-1]["throttled_records"] if front else 0,
+    }
+
+
+# -- part 4: JMH ------------------------------------------------------------------------------
+def jmh(result: dict[str, Any]) -> None:
+    say("JMH: HotPathBench (stub producer)")
+    path = RESULTS / "jmh.json"
+    subprocess.run(
+        [*SBT, f"bench/Jmh/run -i 5 -wi 3 -f 1 -t 1 -rf json -rff {path} io.github.sparkkinesis.bench.HotPathBench"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    raw = json.loads(path.read_text())
+    path.unlink()
+    result["jmh"] = [
+        {
+            "benchmark": r["benchmark"],
+            "params": r.get("params", {}),
+            "ns_per_op": r["primaryMetric"]["score"],
+            "error": r["primaryMetric"]["scoreError"],
+            "unit": r["primaryMetric"]["scoreUnit"],
+        }
+        for r in raw
+    ]
+    for r in result["jmh"]:
+        say(f"  {r['benchmark']} {r['params']}: {r['ns_per_op']:.1f} ± {r['error']:.1f} {r['unit']}")
+
+
+# -- summary ----------------------------------------------------------------------------------
+def summarise(result: dict[str, Any]) -> dict[str, Any]:
+    sm: dict[str, Any] = {}
+    runs = result.get("throughput_runs", [])
+
+    def by(variant: str, payload: int) -> dict[int, dict[str, Any]]:
+        return {r["rep"]: r for r in runs if r["variant"] == variant and r["payload"] == payload}
+
+    for payload in (100, 10240):
+        w = by("writer", payload)
+        for other in ("boto3", "boto3_agg"):
+            o = by(other, payload)
+            reps = sorted(set(w) & set(o))
+            if reps:
+                sm[f"ratio_vs_{other}_{payload}"] = spread(
+                    [w[k]["records_per_s"] / o[k]["records_per_s"] for k in reps]
+                )
+        for v in ("writer", "boto3", "boto3_agg", "noop"):
+            rs = by(v, payload)
+            if rs:
+                sm[f"{v}_{payload}_records_per_s"] = spread([r["records_per_s"] for r in rs.values()])
+                sm[f"{v}_{payload}_mb_per_s"] = spread([r["mb_per_s"] for r in rs.values()])
+    lim = result.get("limited_runs", [])
+    lw = {r["rep"]: r for r in lim if r["variant"] == "writer"}
+    for other in ("boto3", "boto3_agg"):
+        lo = {r["rep"]: r for r in lim if r["variant"] == other}
+        reps = sorted(set(lw) & set(lo))
+        if reps:
+            sm[f"limited_ratio_vs_{other}"] = spread([lw[k]["records_per_s"] / lo[k]["records_per_s"] for k in reps])
+    for v in ("writer", "boto3", "boto3_agg"):
+        xs = [r["records_per_s"] for r in lim if r["variant"] == v]
+        if xs:
+            sm[f"limited_{v}_records_per_s"] = spread(xs)
+    bare = {r["rep"]: r for r in result.get("bare_kpl_runs", [])}
+    w, noop = by("writer", 100), by("noop", 100)
+    reps = sorted(set(bare) & set(w) & set(noop))
+    if reps:
+        sm["ratio_vs_kpl"] = spread([w[k]["records_per_s"] / bare[k]["records_per_s"] for k in reps])
+
+        def per_m(cpu: float, rows: int) -> float:
+            return cpu / rows * 1e6
+
+        writer_net = [
+            per_m(w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"] - noop[k]["cpu_s"]["jvm"], ROWS) for k in reps
+        ]
+        writer_gross = [per_m(w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"], ROWS) for k in reps]
+        bare_cpu = [per_m(bare[k]["jvm_cpu_s"] + bare[k]["daemon_cpu_s"], bare[k]["records"]) for k in reps]
+        sm["cpu_s_per_m_writer_net"] = spread(writer_net)
+        sm["cpu_s_per_m_writer_gross"] = spread(writer_gross)
+        sm["cpu_s_per_m_generation"] = spread([per_m(noop[k]["cpu_s"]["jvm"], ROWS) for k in reps])
+        sm["cpu_s_per_m_bare"] = spread(bare_cpu)
+        sm["cpu_ratio_vs_kpl"] = spread([a / b for a, b in zip(writer_net, bare_cpu)])
+        sm["cpu_ratio_vs_kpl_gross"] = spread([a / b for a, b in zip(writer_gross, bare_cpu)])
+        sm["daemon_cpu_share_writer"] = spread(
+            [w[k]["cpu_s"]["kpl_daemon"] / (w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"]) for k in reps]
+        )
+    bp = result.get("backpressure", {})
+    limited = [bp[k]["summary"] for k in ("queue_limit", "max_outstanding_bytes") if k in bp]
+    if limited:
+        utils = [x["link_utilisation"] for x in limited if x["link_utilisation"] is not None]
+        sm["link_util_limited"] = min(utils) if utils else None
+        sm["max_outstanding_over_limit"] = max(x["peak_over_limit"] for x in limited)
+    jm = result.get("jmh", [])
+    if jm:
+        with_limit = [r for r in jm if str(r["params"].get("limit", "on")) in ("on", "true")]
+        sm["hot_path_ns"] = (with_limit or jm)[0]["ns_per_op"]
+    return sm
+
+
+def fmt(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, dict):
+        v = v["median"]
+    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def main() -> int:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    result: dict[str, Any] = {
+        "started": stamp,
+        "machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())},
+        "config": {
+            "reps": REPS,
+            "rows": ROWS,
+            "rows_10k": ROWS_10K,
+            "shards": SHARDS,
+            "writer": WRITER,
+            "rows_limited": LIMITED_ROWS,
+            "limited_shards": LIMITED_SHARDS,
+            "bp_seconds": BP_SECONDS,
+            "bp_shards": BP_SHARDS,
+            "bp_payload": BP_PAYLOAD,
+            "bp_rows_per_s": BP_ROWS_PER_S,
+            "bp_runs": BP_RUNS,
+        },
+    }
+    out = RESULTS / f"{stamp}.json"
+    try:
+        if "throughput" in PARTS:
+            throughput(result)
+        if "backpressure" in PARTS:
+            backpressure(result)
+        if "jmh" in PARTS:
+            jmh(result)
+    finally:
+        result["summary"] = summarise(result)
+        out.write_text(json.dumps(result, indent=1))
+        say(f"results: {out.relative_to(ROOT)}")
+    import report
+
+    report.write(result, out)
+    sm = result["summary"]
+    fields = {
+        "writer_rps": fmt(sm.get("writer_100_records_per_s"), 0),
+        "boto3_rps": fmt(sm.get("boto3_100_records_per_s"), 0),
+        "ratio_vs_boto3": fmt(sm.get("ratio_vs_boto3_100")),
+        "ratio_vs_kpl": fmt(sm.get("ratio_vs_kpl"), 2),
+        "cpu_ratio_vs_kpl": fmt(sm.get("cpu_ratio_vs_kpl"), 2),
+        "link_util_limited": fmt(sm.get("link_util_limited"), 3),
+        "max_outstanding_over_limit": fmt(sm.get("max_outstanding_over_limit"), 3),
+        "hot_path_ns": fmt(sm.get("hot_path_ns"), 0),
+    }
+    say(" ".join(f"{k}={v}" for k, v in fields.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
