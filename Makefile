@@ -87,7 +87,7 @@ bench: venv jar $(VENV)/.bench-stamp $(KINESALITE)
 	$(PY) bench/run.py
 
 lint: venv
-	$(SBT) scalafmtCheckAll scalafmtSbtCheck </dev/null
+	$(SBT) scalafmtCheckAll bench/scalafmtCheckAll scalafmtSbtCheck </dev/null
 	$(VENV)/bin/ruff check python tests tools bench
 	$(VENV)/bin/ruff format --check python tests tools bench
 	$(VENV)/bin/mypy --config-file python/pyproject.toml python/spark_kinesis
