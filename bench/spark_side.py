@@ -256,7 +256,8 @@ class Bench:
                     "sent": sum(p.records_sent for p in live),
                     "failed": sum(p.records_failed for p in live),
                     "bytes_sent": sum(p.bytes_sent for p in live),
-                    "outstanding_records": sum(p.outstanding_records for p in live),
+                    "outstanding_records": sum(p.outstanding_records for p in live),  # the KPL's count
+                    "in_flight_records": sum(p.in_flight_records for p in live),  # what queue_limit bounds
                     "outstanding_bytes": sum(p.outstanding_bytes for p in live),
                     "backpressure_cycles": sum(p.backpressure_cycles for p in live),
                     "kpl_rss": sum(procfs.rss_bytes(d) for d in daemons),

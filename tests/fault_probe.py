@@ -58,7 +58,7 @@ def main() -> int:
             seen = p["batchId"]
             print(f"BATCH {seen}", flush=True)
         if local:
-            outstanding = sum(p.outstanding_records for p in producer_snapshot(spark))
+            outstanding = sum(p.in_flight_records for p in producer_snapshot(spark))
             max_outstanding = max(max_outstanding, outstanding)
         time.sleep(0.05)
     if q.exception() is not None:

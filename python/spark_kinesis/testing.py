@@ -256,6 +256,8 @@ class ProducerSample:
     records_sent: int
     records_failed: int
     bytes_sent: int
+    # What queue_limit bounds. outstanding_records is the KPL's count, which also holds its pending metrics request.
+    in_flight_records: int
 
 
 def producer_snapshot(spark: Any) -> list[ProducerSample]:

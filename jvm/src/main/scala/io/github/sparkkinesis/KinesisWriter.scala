@@ -39,8 +39,9 @@ object KinesisWriter {
   def accumulatorNames(): java.util.List[String] = WriterAccumulators.Names.asJava
 
   /** This JVM's live producers as
-    * `source,outstanding,backpressureCycles,outstandingBytes,recordsSent,recordsFailed,bytesSent` lines (local-mode
-    * probe for tests and benchmarks).
+    * `source,outstanding,backpressureCycles,outstandingBytes,recordsSent,recordsFailed,bytesSent,inFlightRecords` lines
+    * (local-mode probe for tests and benchmarks). `outstanding` is the KPL's count, which also holds the pool's own
+    * pending `getMetrics` request; `inFlightRecords` is what `queue_limit` bounds.
     */
   def producerSnapshot(): String =
     ProducerPool.default.live
@@ -53,7 +54,8 @@ object KinesisWriter {
           m.outstandingBytes.get,
           m.recordsSent.getCount,
           m.recordsFailed.getCount,
-          m.bytesSent.getCount
+          m.bytesSent.getCount,
+          m.inFlightRecords.get
         ).mkString(",")
       }
       .mkString("\n")

@@ -21,7 +21,8 @@ final class ProducerMetrics(outstandingRecords: () => Long) {
   val backpressureWaitTime: Timer = registry.timer(BackpressureWaitTime)
   val putLatency: Histogram = registry.histogram(PutLatency)
   // Records and payload bytes put by writers and not yet completed: what queue_limit and max_outstanding_bytes bound
-  // (reserved before the put; the KPL's own outstanding count, reported below, can only be lower).
+  // (reserved before the put, released by the completion). The KPL's own outstanding count, reported below, also
+  // holds the pool's pending getMetrics request, so it can read one higher.
   val inFlightRecords = new AtomicLong()
   val outstandingBytes = new AtomicLong()
   registry.register(OutstandingRecordsCount, gauge(outstandingRecords()))
