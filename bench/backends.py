@@ -24,18 +24,19 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from spark_kinesis.testing import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, REGION, free_port  # noqa: E402
+from spark_kinesis.testing import (  # noqa: E402
+    FAKE_ACCESS_KEY_ID,
+    FAKE_SECRET_ACCESS_KEY,
+    REGION,
+    create_stream,
+    free_port,
+    loopback_writer_options,
+)
 
 KINESALITE_DIR = ROOT / "bench" / "backend" / "node_modules" / "kinesalite"
 
-# The KPL settings every benchmark run shares: loopback, no CloudWatch, no cert check (self-signed).
-KPL_BASE: dict[str, Any] = {
-    "VerifyCertificate": False,
-    "MetricsLevel": "none",
-    "LogLevel": "warning",
-    "RequestTimeout": 30000,
-    "RecordTtl": 120000,
-}
+# KPL settings the throughput runs add to loopback_writer_options' (no CloudWatch, no cert check).
+KPL_BASE: dict[str, Any] = {"LogLevel": "warning", "RequestTimeout": 30000, "RecordTtl": 120000}
 
 
 class Backend:
@@ -122,13 +123,7 @@ class Backend:
     def endpoint_options(self) -> dict[str, Any]:
         """``KinesisWriter`` keyword arguments (minus the stream and limits) that point at this backend."""
         assert self.tls, "the KPL speaks HTTPS only"
-        return {
-            "endpoint": self.url,
-            "region": REGION,
-            "aws_access_key_id": FAKE_ACCESS_KEY_ID,
-            "aws_secret_access_key": FAKE_SECRET_ACCESS_KEY,
-            "kpl": dict(KPL_BASE),
-        }
+        return loopback_writer_options(self.url, **KPL_BASE)
 
     def client_kwargs(self) -> dict[str, Any]:
         """``boto3.client("kinesis", **kwargs)`` for this backend (also used inside Spark's Python workers)."""
@@ -153,13 +148,7 @@ class Backend:
         return self._client
 
     def create_stream(self, name: str, shards: int, timeout_s: float = 30.0) -> None:
-        c = self.client()
-        c.create_stream(StreamName=name, ShardCount=shards)
-        deadline = time.monotonic() + timeout_s
-        while c.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamStatus"] != "ACTIVE":
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"stream {name} not ACTIVE after {timeout_s}s")
-            time.sleep(0.05)
+        create_stream(self.client(), name, shards, timeout_s)
 
     def delete_stream(self, name: str, timeout_s: float = 30.0) -> None:
         c = self.client()

@@ -1,6 +1,6 @@
 """Plots (docs/img/bench-*.png) and the results table of docs/benchmarks.md from one bench result.
 
-Re-render from a saved result without rerunning: python bench/report.py bench/results/<ts>.json
+Re-render from a saved result without rerunning: python bench/report.py bench/results/<ts>.json [--docs]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _median_spread(xs: list[float]) -> tuple[float, float, float]:
     return mid, mid - s[0], s[-1] - mid
 
 
-def plot_throughput(result: dict[str, Any]) -> Path | None:
+def plot_throughput(result: dict[str, Any], img: Path) -> Path | None:
     runs = result.get("throughput_runs")
     if not runs:
         return None
@@ -71,10 +71,10 @@ def plot_throughput(result: dict[str, Any]) -> Path | None:
         ax.set_title(title)
     fig.suptitle(f"Throughput into {result['backend']['used']} (local, TLS), {result['config']['reps']} repetitions")
     fig.tight_layout()
-    return _save(fig, "bench-throughput.png")
+    return _save(fig, img, "bench-throughput.png")
 
 
-def plot_overhead(result: dict[str, Any]) -> Path | None:
+def plot_overhead(result: dict[str, Any], img: Path) -> Path | None:
     sm = result.get("summary", {})
     if "cpu_s_per_m_bare" not in sm:
         return None
@@ -105,7 +105,7 @@ def plot_overhead(result: dict[str, Any]) -> Path | None:
     ax.set_title(f"Writer vs bare KPL loop: wall throughput {wall:.2f}x, CPU (net of Spark) {cpu:.2f}x")
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    return _save(fig, "bench-overhead.png")
+    return _save(fig, img, "bench-overhead.png")
 
 
 def _bp_series(run: dict[str, Any]) -> dict[str, list[float]]:
@@ -131,7 +131,7 @@ def _bp_series(run: dict[str, Any]) -> dict[str, list[float]]:
     }
 
 
-def plot_backpressure(result: dict[str, Any]) -> list[Path]:
+def plot_backpressure(result: dict[str, Any], img: Path) -> list[Path]:
     bp = result.get("backpressure")
     if not bp:
         return []
@@ -154,7 +154,7 @@ def plot_backpressure(result: dict[str, Any]) -> list[Path]:
     a1.legend(fontsize=8, loc="upper right")
     fig.suptitle("Backpressure: throughput behind enforced shard limits (source ~5x faster than the link)")
     fig.tight_layout()
-    out.append(_save(fig, "bench-backpressure-throughput.png"))
+    out.append(_save(fig, img, "bench-backpressure-throughput.png"))
 
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
     panels = (
@@ -184,7 +184,7 @@ def plot_backpressure(result: dict[str, Any]) -> list[Path]:
         "Backpressure: what is held in flight, and the memory it takes (dashed: the limit; dotted: the query failed)"
     )
     fig.tight_layout()
-    out.append(_save(fig, "bench-backpressure-memory.png"))
+    out.append(_save(fig, img, "bench-backpressure-memory.png"))
     return out
 
 
@@ -193,9 +193,9 @@ def _mark_end(ax: Any, run: dict[str, Any], s: dict[str, list[float]], color: st
         ax.axvline(s["t"][-1], color=color, ls=":", lw=1)
 
 
-def _save(fig: Any, name: str) -> Path:
-    IMG.mkdir(parents=True, exist_ok=True)
-    path = IMG / name
+def _save(fig: Any, img: Path, name: str) -> Path:
+    img.mkdir(parents=True, exist_ok=True)
+    path = img / name
     fig.savefig(path, dpi=110)
     _plt().close(fig)
     return path
@@ -335,12 +335,15 @@ def table(result: dict[str, Any], source: str) -> str:
     return head + "\n".join(rows) + "\n"
 
 
-def write(result: dict[str, Any], path: Path) -> None:
-    plots = [plot_throughput(result), plot_overhead(result), *plot_backpressure(result)]
+def write(result: dict[str, Any], path: Path, to_docs: bool = True) -> None:
+    """Plots and table. ``to_docs``: into docs/ (a full run); else the plots go beside the result
+    (``<result>/``) and docs/benchmarks.md is left alone, so a partial run never replaces it."""
+    img = IMG if to_docs else path.with_suffix("")
+    plots = [plot_throughput(result, img), plot_overhead(result, img), *plot_backpressure(result, img)]
     for p in plots:
         if p is not None:
-            print(f"bench: plot {p.relative_to(ROOT)}", flush=True)
-    if DOC.exists():
+            print(f"bench: plot {p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}", flush=True)
+    if to_docs and DOC.exists():
         text = DOC.read_text()
         if BEGIN in text and END in text:
             rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
@@ -351,4 +354,4 @@ def write(result: dict[str, Any], path: Path) -> None:
 
 if __name__ == "__main__":
     p = Path(sys.argv[1]).resolve()
-    write(json.loads(p.read_text()), p)
+    write(json.loads(p.read_text()), p, to_docs="--docs" in sys.argv[2:])

@@ -45,7 +45,7 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 import backends  # noqa: E402
 import jfr_top  # noqa: E402
 from spark_kinesis.faults import FaultFront  # noqa: E402
-from spark_kinesis.testing import read_stream  # noqa: E402
+from spark_kinesis.testing import loopback_writer_options, read_stream  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
@@ -57,7 +57,6 @@ PARTS = os.environ.get("BENCH_PARTS", "throughput,backpressure,jmh").split(",")
 SHARDS = {100: 8, 10240: 16}
 WARM_START = 10**12  # warm-up ids never collide with measured ones
 RESULTS = HERE / "results"
-IMG = ROOT / "docs" / "img"
 SBT = [str(ROOT / "build" / "sbt"), "-batch"]
 
 # The writer as the throughput runs configure it (the bare KPL loop gets the same map).
@@ -312,17 +311,6 @@ def verify(b: backends.Backend, stream: str, rows: int, reps: int, warm_rows: in
     return out
 
 
-def front_options(front: FaultFront, kpl: dict[str, Any]) -> dict[str, Any]:
-    """``KinesisWriter`` keyword arguments for the KPL behind the fault front."""
-    return {
-        "endpoint": front.endpoint,
-        "region": backends.REGION,
-        "aws_access_key_id": backends.FAKE_ACCESS_KEY_ID,
-        "aws_secret_access_key": backends.FAKE_SECRET_ACCESS_KEY,
-        "kpl": kpl,
-    }
-
-
 def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
     """Part 1 again with Kinesis's per-shard quotas enforced (1 MiB/s and 1,000 records/s, throttled
     records answered as Kinesis does): what the comparison looks like against a real stream, where
@@ -332,7 +320,7 @@ def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
     with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
         front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
         side.call(cmd="input", name="limited", start=0, rows=LIMITED_ROWS, files=8)
-        writer = {**front_options(front, dict(backends.KPL_BASE)), **WRITER}
+        writer = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
         kwargs = {**up.client_kwargs(), "endpoint_url": front.endpoint}
         for v in ("writer", "boto3", "boto3_agg"):
             up.create_stream(f"lim-{v}", LIMITED_SHARDS)
@@ -380,8 +368,7 @@ def backpressure(result: dict[str, Any]) -> None:
             up.create_stream("bp", BP_SHARDS)
             front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
             # The KPL's own defaults (RecordTtl 30 s) except what loopback needs.
-            kpl = {"VerifyCertificate": False, "MetricsLevel": "none", "LogLevel": "warning"}
-            opts = {**front_options(front, kpl), **limits}
+            opts = {**loopback_writer_options(front.endpoint, LogLevel="warning"), **limits}
             front_samples: list[dict[str, Any]] = []
             stop = threading.Event()
 
@@ -583,7 +570,9 @@ def main() -> int:
         say(f"results: {out.relative_to(ROOT)}")
     import report
 
-    report.write(result, out)
+    # Only a full run with the default sizes replaces the figures in docs/.
+    defaults = not any(k.startswith("BENCH_") and k != "BENCH_DRIVER_MEMORY" for k in os.environ)
+    report.write(result, out, to_docs=defaults)
     sm = result["summary"]
     fields = {
         "writer_rps": fmt(sm.get("writer_100_records_per_s"), 0),

@@ -143,13 +143,13 @@ class Bench:
         self.spark = spark
         self.jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
         self.work = work
-        self.inputs: dict[str, tuple[str, int, int]] = {}  # name -> (dir, rows, files)
+        self.inputs: dict[str, tuple[str, int]] = {}  # name -> (dir, rows)
 
     def input(self, cmd: dict[str, Any]) -> dict[str, Any]:
         path = str(self.work / f"input-{cmd['name']}")
         start, rows, files = int(cmd["start"]), int(cmd["rows"]), int(cmd["files"])
         self.spark.range(start, start + rows, numPartitions=files).write.mode("overwrite").parquet(path)
-        self.inputs[cmd["name"]] = (path, rows, files)
+        self.inputs[cmd["name"]] = (path, rows)
         return {"input": cmd["name"], "rows": rows}
 
     def stream_of(self, name: str, payload: int) -> DataFrame:

@@ -167,22 +167,8 @@ class KinesisMock:
         The emulator is slow (about 1-2 MB/s, seconds per full PutRecords), so requests get a
         generous timeout; ``kpl`` entries override or extend the KPL settings.
         """
-        settings: dict[str, Any] = {
-            "VerifyCertificate": False,
-            "MetricsLevel": "none",
-            "RequestTimeout": 60000,
-            "RecordTtl": 120000,
-            "CollectionMaxSize": 1048576,
-            "LogLevel": "warning",
-        }
-        settings.update(kpl)
-        return {
-            "endpoint": self.tls_endpoint,
-            "region": REGION,
-            "aws_access_key_id": FAKE_ACCESS_KEY_ID,
-            "aws_secret_access_key": FAKE_SECRET_ACCESS_KEY,
-            "kpl": settings,
-        }
+        slow = {"RequestTimeout": 60000, "RecordTtl": 120000, "CollectionMaxSize": 1048576, "LogLevel": "warning"}
+        return loopback_writer_options(self.tls_endpoint, **{**slow, **kpl})
 
     def client(self) -> Any:
         """A boto3 Kinesis client on the plain-HTTP port."""
@@ -201,13 +187,30 @@ class KinesisMock:
         return self._client
 
     def create_stream(self, name: str, shards: int, timeout_s: float = 30.0) -> None:
-        c = self.client()
-        c.create_stream(StreamName=name, ShardCount=shards)
-        deadline = time.monotonic() + timeout_s
-        while c.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamStatus"] != "ACTIVE":
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"stream {name} not ACTIVE after {timeout_s}s")
-            time.sleep(0.05)
+        create_stream(self.client(), name, shards, timeout_s)
+
+
+def loopback_writer_options(endpoint: str, **kpl: Any) -> dict[str, Any]:
+    """``KinesisWriter`` keyword arguments for a local Kinesis at ``endpoint`` (emulator, fault front,
+    benchmark backend): region, the fake static keys, no CloudWatch upload, no certificate check
+    (every local cert is self-signed); ``kpl`` entries override or extend the KPL settings."""
+    return {
+        "endpoint": endpoint,
+        "region": REGION,
+        "aws_access_key_id": FAKE_ACCESS_KEY_ID,
+        "aws_secret_access_key": FAKE_SECRET_ACCESS_KEY,
+        "kpl": {"VerifyCertificate": False, "MetricsLevel": "none", **kpl},
+    }
+
+
+def create_stream(client: Any, name: str, shards: int, timeout_s: float = 30.0) -> None:
+    """Create ``name`` with ``shards`` shards through a boto3 ``client`` and wait until it is ACTIVE."""
+    client.create_stream(StreamName=name, ShardCount=shards)
+    deadline = time.monotonic() + timeout_s
+    while client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamStatus"] != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"stream {name} not ACTIVE after {timeout_s}s")
+        time.sleep(0.05)
 
 
 def loopback_session_builder(
