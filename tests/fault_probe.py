@@ -2,8 +2,8 @@
 
 usage: fault_probe.py CONFIG_JSON
   keys: master, jar, input, checkpoint, stream, writer_options, fail_first_attempt_partitions (list)
-Prints "BATCH <id>" as batches commit, "SAMPLE <outstanding>" while running (local mode), and
-finally "DONE <json totals>" (exit 0) or "FAILED <message>" (exit 3).
+Prints "BATCH <id>" as batches commit; in local mode, once, "INFLIGHT <n>" when records are in
+flight after the first commit; finally "DONE <json totals>" (exit 0) or "FAILED <message>" (exit 3).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def main() -> int:
     local = cfg["master"].startswith("local[")
     seen = -1
     max_outstanding = 0
+    inflight_told = False
     while q.isActive:
         p = q.lastProgress
         if p is not None and p["batchId"] > seen:
@@ -60,6 +61,9 @@ def main() -> int:
         if local:
             outstanding = sum(p.in_flight_records for p in producer_snapshot(spark))
             max_outstanding = max(max_outstanding, outstanding)
+            if seen >= 0 and outstanding > 0 and not inflight_told:
+                inflight_told = True  # a later batch is writing right now: a fault hits it mid-flight
+                print(f"INFLIGHT {outstanding}", flush=True)
         time.sleep(0.05)
     if q.exception() is not None:
         print("FAILED " + str(q.exception()).replace("\n", " | ")[:4000], flush=True)

@@ -95,6 +95,17 @@ def report(name: str, kinesis: Any, stream: str, n: int, extra: dict[str, Any] |
     return result
 
 
+def in_flight_after_first_batch_then(action: Callable[[Probe], None]) -> Callable[[str, Probe], None]:
+    """Runs ``action`` once records of a later batch are in flight (the probe's INFLIGHT line), so
+    the fault cannot land between batches or after the last one."""
+
+    def on_line(line: str, probe: Probe) -> None:
+        if line.startswith("INFLIGHT"):
+            action(probe)
+
+    return on_line
+
+
 def first_batch_then(action: Callable[[Probe], None]) -> Callable[[str, Probe], None]:
     done = []
 
@@ -119,11 +130,14 @@ def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path):
         kill(pids)
         killed.extend(pids)
 
-    last = Probe(scenario_cfg(kinesis, stream, tmp_path)).run(first_batch_then(kill_daemon))
-    assert last.startswith("DONE"), last
-    assert killed
+    probe = Probe(scenario_cfg(kinesis, stream, tmp_path))
+    last = probe.run(in_flight_after_first_batch_then(kill_daemon))
+    assert last.startswith("DONE"), last + probe.stderr[-3000:]
+    assert killed, "the probe never had records in flight after its first batch" + probe.stderr[-3000:]
     totals = json.loads(last[5:])
-    assert totals["failedTasks"] >= 1, "the dead daemon must fail the tasks using it (then they are retried)"
+    assert totals["failedTasks"] >= 1, (
+        "the dead daemon must fail the tasks using it (then they are retried)" + probe.stderr[-3000:]
+    )
     report("kpl-daemon-sigkill", kinesis, stream, n, {"failed_tasks": totals["failedTasks"]})
 
 
