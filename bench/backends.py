@@ -31,6 +31,7 @@ from spark_kinesis.testing import (  # noqa: E402
     create_stream,
     free_port,
     loopback_writer_options,
+    stop_process,
 )
 
 KINESALITE_DIR = ROOT / "bench" / "backend" / "node_modules" / "kinesalite"
@@ -86,13 +87,8 @@ class Backend:
         if self._client is not None:
             self._client.close()
             self._client = None
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=10)
+        if self._proc is not None:
+            stop_process(self._proc)
         self._proc = None
 
     def __enter__(self) -> Backend:

@@ -136,13 +136,8 @@ class KinesisMock:
         if self._client is not None:
             self._client.close()
             self._client = None
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=10)
+        if self._proc is not None:
+            stop_process(self._proc)
         self._proc = None
 
     def __enter__(self) -> KinesisMock:
@@ -188,6 +183,17 @@ class KinesisMock:
 
     def create_stream(self, name: str, shards: int, timeout_s: float = 30.0) -> None:
         create_stream(self.client(), name, shards, timeout_s)
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    """Terminate ``proc`` (a local server), killing it if it has not exited within ``timeout_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout_s)
 
 
 def loopback_writer_options(endpoint: str, **kpl: Any) -> dict[str, Any]:
