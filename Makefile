@@ -5,6 +5,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# The Spark 3.5 leg: its own venv (pyspark 3.5 runs Scala 2.12).
+VENV35 ?= .venv-spark3.5
+PY35 := $(VENV35)/bin/python
 SBT := build/sbt
 # Local Maven repository the build publishes the thin jar to (spark-submit --packages reads it).
 M2_REPO := $(CURDIR)/.cache/m2repo
@@ -15,24 +18,33 @@ export SPARK_KINESIS_M2_REPO := $(M2_REPO)
 # start unless told not to; tests, demo and benchmarks talk to loopback only.
 export AWS_EC2_METADATA_DISABLED := true
 
-JVM_SOURCES := $(shell find jvm/src/main -type f 2>/dev/null) build.sbt project/plugins.sbt project/build.properties python/spark_kinesis/_version.py
+JVM_SOURCES := $(shell find jvm/src/main jvm/kpl/src -type f 2>/dev/null) build.sbt $(wildcard project/*.sbt project/*.scala) \
+	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test unit pytest demo soak jar venv emulator lint fmt bench clean help
+.PHONY: test unit pytest pytest35 demo soak jar venv venv35 emulator lint fmt bench clean help
 
 help:
-	@echo "make test   - Scala unit tests + pytest e2e (real Spark, real KPL, embedded Kinesis)"
+	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
 	@echo "make demo   - a streaming query into the embedded Kinesis, read back and checked"
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
-	@echo "make jar    - assembly jar (bundled into python/) + thin jar published to $(M2_REPO)"
+	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
 	@echo "make bench  - benchmarks (~40 min): vs boto3, vs a bare KPL loop, backpressure runs, JMH -> docs/benchmarks.md"
 	@echo "make lint   - scalafmt check, ruff, mypy"
 
 venv: $(VENV)/.stamp
-$(VENV)/.stamp: requirements-dev.txt python/pyproject.toml
+$(VENV)/.stamp: requirements-dev.txt python/pyproject.toml testkit/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -e python
+	$(PY) -m pip install -q --no-deps -e testkit
+	touch $@
+
+venv35: $(VENV35)/.stamp
+$(VENV35)/.stamp: requirements-spark3.5.txt requirements-test.txt python/pyproject.toml testkit/pyproject.toml
+	test -x $(PY35) || $(PYTHON) -m venv $(VENV35)
+	$(PY35) -m pip install -q -r requirements-spark3.5.txt
+	$(PY35) -m pip install -q --no-deps -e python -e testkit
 	touch $@
 
 emulator: $(KINESIS_MOCK_MAIN)
@@ -40,31 +52,37 @@ $(KINESIS_MOCK_MAIN): tools/emulator/package.json tools/emulator/package-lock.js
 	cd tools/emulator && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# The assembly goes into the Python package (the wheel carries it); the thin jar + POM into M2_REPO.
-define bundle_jar
-	mkdir -p python/spark_kinesis/jars && rm -f python/spark_kinesis/jars/*.jar
-	cp jvm/target/scala-2.13/spark-kinesis-assembly_*.jar python/spark_kinesis/jars/
-	touch $(JAR_STAMP)
-endef
+# sbt's bundlePython copies the KPL bundle and every line's jar into the Python package (the wheel
+# carries them); publishM2 puts each artifact and its POM into M2_REPO (spark-submit --packages).
+SBT_JARS := bundlePython publishM2
 
 jar: $(JAR_STAMP)
 $(JAR_STAMP): $(JVM_SOURCES)
 	mkdir -p .cache
-	$(SBT) sparkKinesis/assembly sparkKinesis/publishM2 </dev/null
-	$(bundle_jar)
+	$(SBT) $(SBT_JARS) </dev/null
+	touch $@
 
 unit:
-	$(SBT) sparkKinesis/test </dev/null
+	$(SBT) test </dev/null
 
-# One sbt launch for unit tests and both jars, then the e2e suite against them.
-test: venv emulator
+# Two legs on one build: the full suite on the default Spark 4 line, then the tests marked every_line on
+# pyspark 3.5 (Scala 2.12 jar). Both run even if the first fails; either failing fails the target.
+test: venv venv35 emulator
 	mkdir -p .cache
-	$(SBT) sparkKinesis/test sparkKinesis/assembly sparkKinesis/publishM2 </dev/null
-	$(bundle_jar)
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(SBT) test $(SBT_JARS) </dev/null
+	touch $(JAR_STAMP)
+	@status=0; \
+	echo "== leg spark4: pyspark $$($(PY) -c 'import pyspark; print(pyspark.__version__)'), full suite =="; \
+	$(PY) -m pytest tests $(PYTEST_ARGS) || status=1; \
+	echo "== leg spark3.5: pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m every_line =="; \
+	$(PY35) -m pytest tests -m every_line $(PYTEST_ARGS) || status=1; \
+	exit $$status
 
 pytest: venv emulator jar
 	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+pytest35: venv35 emulator jar
+	$(PY35) -m pytest tests -m every_line $(PYTEST_ARGS)
 
 demo: venv emulator jar
 	$(PY) tools/demo.py
@@ -88,13 +106,14 @@ bench: venv jar $(VENV)/.bench-stamp $(KINESALITE)
 
 lint: venv
 	$(SBT) scalafmtCheckAll bench/scalafmtCheckAll scalafmtSbtCheck </dev/null
-	$(VENV)/bin/ruff check python tests tools bench
-	$(VENV)/bin/ruff format --check python tests tools bench
-	$(VENV)/bin/mypy --config-file python/pyproject.toml python/spark_kinesis
+	$(VENV)/bin/ruff check python tests tools bench testkit
+	$(VENV)/bin/ruff format --check python tests tools bench testkit
+	$(VENV)/bin/mypy --config-file python/pyproject.toml python/spark_kinesis testkit/spark_kinesis_testkit
 
 fmt: venv
 	$(SBT) scalafmtAll scalafmtSbt </dev/null
-	$(VENV)/bin/ruff format python tests tools
+	$(VENV)/bin/ruff format python tests tools bench testkit
 
 clean:
-	rm -rf jvm/target target project/target python/spark_kinesis/jars/*.jar python/build python/dist $(JAR_STAMP)
+	rm -rf jvm/target jvm/kpl/target jvm/lines target project/target python/spark_kinesis/jars/*.jar \
+		python/spark_kinesis/jars/NOTICE python/build python/dist $(JAR_STAMP)

@@ -1,7 +1,14 @@
-// spark-kinesis: a Spark Structured Streaming ForeachWriter over the Kinesis Producer Library.
-// Cross-build against another Spark with -Dspark.version=4.x.y (Scala follows Spark's).
+// spark-kinesis: one source tree, built for each Spark line it supports.
+//
+// Artifacts (docs/development.md, "Artifacts"):
+//   spark-kinesis-kpl          the KPL, the AWS SDK and the KPL's native daemons, relocated; no Scala, no Spark,
+//                              Java 8 bytecode. The same bytes serve every Spark line (the wheel carries it once).
+//   spark-kinesis-<line>_<scala>  our Scala layer, compiled per line against that bundle: 3.5_2.12, 3.5_2.13, 4_2.13.
+//
+// `-Dspark.version=X` compiles the lines of X's Spark line against X (for example 4.1.2, or 3.5.9): SparkLines.scala.
 
-val sparkVersion = sys.props.getOrElse("spark.version", "4.0.1")
+import sbtassembly.Assembly.{JarEntry, Project => AssemblyProject}
+
 // One version source: the Python package's _version.py (PEP 440 ".devN" = Maven "-SNAPSHOT").
 val projectVersion = {
   val src = IO.read(file("python/spark_kinesis/_version.py"))
@@ -11,50 +18,77 @@ val projectVersion = {
 val kplVersion = "1.0.7"
 val gsrVersion = "1.1.24" // the version KPL 1.0.7 declares
 
+val lines = SparkLines.all // project/SparkLines.scala
+
 ThisBuild / organization := "io.github.spark-kinesis"
 ThisBuild / version := projectVersion
-ThisBuild / scalaVersion := "2.13.16"
+ThisBuild / scalaVersion := lines.last.scala
 ThisBuild / licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0"))
 ThisBuild / homepage := Some(url("https://github.com/spark-kinesis/spark-kinesis"))
+ThisBuild / pomExtra :=
+  <scm><url>https://github.com/spark-kinesis/spark-kinesis</url></scm>
+  <developers><developer><id>spark-kinesis</id><name>spark-kinesis authors</name></developer></developers>
 
-// The KPL POM drags the Glue schema-registry serde and its tree (Kafka, Kotlin, a Scala 2.12
-// library, Avro, wire, ...). The writer never sends GSR schemas, so that tree is excluded; only
-// the two GSR jars whose types the KPL's constructor links against come along, without their
-// dependencies (e2e tests prove the KPL starts and delivers). The SDK's async Netty client is
-// unused too (STS goes through the sync Apache client) and would clash with Spark's Netty.
+// API docs jars only for a release (-Dpublish.docs=true): scaladoc of three lines is a minute of every `make test`.
+ThisBuild / Compile / packageDoc / publishArtifact := sys.props.get("publish.docs").contains("true")
+
+// LICENSE and the project's NOTICE go into every jar's META-INF.
+val legalFiles = Def.setting(Seq(file("LICENSE") -> "META-INF/LICENSE", file("NOTICE") -> "META-INF/NOTICE"))
+
+// ---------------------------------------------------------------------------------------------------------------
+// The KPL bundle.
+
+// The KPL POM drags the Glue schema-registry serde and its tree (Kafka, Kotlin, a Scala 2.12 library, Avro, wire,
+// ...). The writer never sends GSR schemas, so that tree is excluded; only the two GSR jars whose types the KPL's
+// constructor links against come along, without their dependencies (e2e tests prove the KPL starts and delivers).
+// The SDK's async Netty client is unused too (STS goes through the sync Apache client) and would clash with Spark's.
 val kplExclusions = Seq(
   ExclusionRule("software.amazon.glue"),
   ExclusionRule("software.amazon.awssdk", "netty-nio-client"),
   ExclusionRule("org.projectlombok")
 )
 
-lazy val root = (project in file("."))
-  .aggregate(sparkKinesis)
-  .settings(publish / skip := true, name := "spark-kinesis-root")
+// What the bundle is made of, kept out of Compile so the published POM names no dependency (all of it is inside).
+val Bundled = config("bundled").hide
 
-lazy val sparkKinesis = (project in file("jvm"))
+/** Notices and licences of the bundled jars: each distinct text once, the project's own first. */
+val distinctTexts = CustomMergeStrategy("distinct-texts") { deps =>
+  val ordered = deps.sortBy { case _: AssemblyProject => 0; case _ => 1 }
+  def text(d: sbtassembly.Assembly.Dependency): String = sbt.io.Using.bufferedInputStream(d.stream())(IO.readStream(_))
+  val texts = ordered
+    .map(d => text(d).replace("\r", "").linesIterator.map(_.replaceAll("\\s+$", "")).mkString("\n").trim)
+    .distinct
+  val bytes = texts.filter(_.nonEmpty).mkString("", "\n\n" + "-" * 80 + "\n\n", "\n").getBytes(IO.utf8)
+  Right(Vector(JarEntry(deps.head.target, () => new java.io.ByteArrayInputStream(bytes))))
+}
+
+lazy val kpl = (project in file("jvm/kpl"))
+  .configs(Bundled)
   .settings(
-    name := "spark-kinesis",
+    name := "spark-kinesis-kpl",
+    crossPaths := false,
     autoScalaLibrary := false,
-    moduleName := "spark-kinesis",
-    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17", "-Xlint:-unused,_"),
-    javacOptions ++= Seq("--release", "17"),
+    javacOptions ++= Seq("--release", "8", "-Xlint:all", "-Xlint:-options"),
+    Compile / doc / javacOptions := Seq("--release", "8"),
     libraryDependencies ++= Seq(
-      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
-      ("software.amazon.kinesis" % "amazon-kinesis-producer" % kplVersion).excludeAll(kplExclusions: _*),
-      ("software.amazon.glue" % "schema-registry-serde" % gsrVersion).excludeAll(ExclusionRule("*", "*")),
-      ("software.amazon.glue" % "schema-registry-common" % gsrVersion).excludeAll(ExclusionRule("*", "*")),
-      // Spark brings Scala; the POM must not put a second scala-library on --packages classpaths.
-      "org.scala-lang" % "scala-library" % scalaVersion.value % Provided,
-      "org.scalatest" %% "scalatest" % "3.2.19" % Test
+      ("software.amazon.kinesis" % "amazon-kinesis-producer" % kplVersion % Bundled).excludeAll(kplExclusions: _*),
+      ("software.amazon.glue" % "schema-registry-serde" % gsrVersion % Bundled).excludeAll(ExclusionRule("*", "*")),
+      ("software.amazon.glue" % "schema-registry-common" % gsrVersion % Bundled).excludeAll(ExclusionRule("*", "*"))
     ),
-    Test / fork := true,
-    Test / javaOptions ++= Seq("-Xmx1g"),
-    Test / parallelExecution := false,
-    // Assembly: KPL + SDK + what they need, never Spark or Scala; clashing packages relocated.
-    assembly / assemblyJarName := s"spark-kinesis-assembly_${scalaBinaryVersion.value}-${version.value}.jar",
+    Compile / resourceGenerators += Def.task {
+      legalFiles.value.map { case (src, path) =>
+        val out = (Compile / resourceManaged).value / path; IO.copyFile(src, out); out
+      }
+    },
+    assembly / fullClasspath := {
+      val bundled = Classpaths.managedJars(Bundled, classpathTypes.value, update.value)
+      // Spark provides logging; annotation-only jars are dead weight at run time.
+      val unwanted = Seq("slf4j-", "log4j-", "checker-qual", "error_prone_annotations", "j2objc-annotations", "jsr305")
+      Attributed.blankSeq((Compile / products).value) ++ bundled
+        .filterNot(f => unwanted.exists(f.data.getName.startsWith))
+    },
+    assembly / assemblyJarName := s"${name.value}-${version.value}.jar",
     assembly / assemblyOption ~= (_.withIncludeScala(false)),
-    assembly / test := {},
     assembly / assemblyShadeRules := Seq(
       ShadeRule.rename("com.google.common.**" -> "io.github.sparkkinesis.shaded.guava.@1").inAll,
       ShadeRule.rename("com.google.thirdparty.**" -> "io.github.sparkkinesis.shaded.guava.thirdparty.@1").inAll,
@@ -68,45 +102,121 @@ lazy val sparkKinesis = (project in file("jvm"))
       ShadeRule.rename("org.reactivestreams.**" -> "io.github.sparkkinesis.shaded.reactivestreams.@1").inAll,
       ShadeRule.rename("com.amazonaws.services.schemaregistry.**" -> "io.github.sparkkinesis.shaded.gsr.@1").inAll
     ),
-    assembly / assemblyExcludedJars := {
-      val cp = (assembly / fullClasspath).value
-      // Spark provides logging; annotation-only jars are dead weight at run time.
-      val unwanted = Seq("slf4j-", "log4j-", "checker-qual", "error_prone_annotations", "j2objc-annotations", "jsr305")
-      cp.filter(f => unwanted.exists(f.data.getName.startsWith))
-    },
     assembly / assemblyMergeStrategy := {
-      // Multi-release variants escape relocation; the manifest that would enable them is dropped anyway.
+      // Multi-release variants escape relocation (and are not Java 8); the manifest enabling them is dropped anyway.
       case PathList("META-INF", "versions", _ @_*)              => MergeStrategy.discard
       case "module-info.class"                                  => MergeStrategy.discard
       case PathList("META-INF", "io.netty.versions.properties") => MergeStrategy.discard
       case PathList("META-INF", xs @ _*)
           if xs.lastOption.exists(n => n.endsWith(".SF") || n.endsWith(".DSA") || n.endsWith(".RSA")) =>
         MergeStrategy.discard
+      case PathList("META-INF", n) if n.toUpperCase.startsWith("NOTICE") || n.toUpperCase.startsWith("LICENSE") =>
+        distinctTexts
       case PathList("META-INF", "services", _ @_*) => MergeStrategy.concat
       case PathList("META-INF", "MANIFEST.MF")     => MergeStrategy.discard
       case PathList("META-INF", _ @_*)             => MergeStrategy.first
       case x if x.endsWith(".proto")               => MergeStrategy.first
-      case x if x.endsWith("codegen-resources/service-2.json") || x.contains("codegen-resources") => MergeStrategy.first
-      case x => MergeStrategy.defaultMergeStrategy(x)
+      case x if x.contains("codegen-resources")    => MergeStrategy.first
+      case x                                       => MergeStrategy.defaultMergeStrategy(x)
     },
-    pomExtra :=
-      <scm><url>https://github.com/spark-kinesis/spark-kinesis</url></scm>
-      <developers><developer><id>spark-kinesis</id><name>spark-kinesis authors</name></developer></developers>
+    assembly / test := {},
+    // The bundle is the artifact: the line projects compile against its relocated classes (sbt-assembly refuses
+    // exportJars, hence exportedProducts), and --packages fetches it whole.
+    Compile / packageBin := assembly.value,
+    Compile / exportedProducts := Seq(Attributed.blank(assembly.value)),
+    Runtime / exportedProducts := (Compile / exportedProducts).value
   )
 
-// Benchmarks (not aggregated, never published): JMH on the writer's hot path, and BareKplLoop, the
-// same records pushed straight into a KinesisProducer. `bench/writeClasspath` writes the runtime
-// classpath to bench/jvm/target/classpath.txt so a harness can start BareKplLoop without sbt.
+// ---------------------------------------------------------------------------------------------------------------
+// One project per Spark line, all compiling jvm/src plus that line's shim folders:
+//   jvm/src/main/scala-2.12 | scala-2.13   Scala-version differences
+//   jvm/src/main/spark-3.5  | spark-4      Spark-API differences
+
+def sparkLineProject(l: SparkLine): Project =
+  Project(l.id, file("jvm") / "lines" / l.id)
+    .dependsOn(kpl)
+    .settings(
+      name := l.artifact,
+      moduleName := l.artifact,
+      scalaVersion := l.scala,
+      autoScalaLibrary := false,
+      Compile / unmanagedSourceDirectories := Seq("java", "scala", s"scala-${l.scalaBinary}", s"spark-${l.line}")
+        .map(d => (ThisBuild / baseDirectory).value / "jvm" / "src" / "main" / d),
+      Compile / unmanagedResourceDirectories := Seq(
+        (ThisBuild / baseDirectory).value / "jvm" / "src" / "main" / "resources"
+      ),
+      Test / unmanagedSourceDirectories := Seq((ThisBuild / baseDirectory).value / "jvm" / "src" / "test" / "scala"),
+      Test / unmanagedResourceDirectories := Nil,
+      scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", l.javaRelease, "-Xlint:-unused,_"),
+      javacOptions ++= Seq("--release", l.javaRelease),
+      libraryDependencies ++= Seq(
+        "org.apache.spark" %% "spark-sql" % l.spark % Provided,
+        // Spark brings Scala; the POM must not put a second scala-library on --packages classpaths.
+        "org.scala-lang" % "scala-library" % l.scala % Provided,
+        "org.scalatest" %% "scalatest" % "3.2.19" % Test
+      ),
+      // The marker SparkLineCheck reads, and the legal files.
+      Compile / resourceGenerators += Def.task {
+        val dir = (Compile / resourceManaged).value
+        val marker = dir / "META-INF" / "spark-kinesis" / "line.properties"
+        IO.write(
+          marker,
+          s"line=${l.line}\nscala=${l.scalaBinary}\nspark=${l.spark}\ngroup=${organization.value}\n" +
+            s"artifact=${l.artifact}_${l.scalaBinary}\nversion=${version.value}\n"
+        )
+        marker +: legalFiles.value.map { case (src, path) => val out = dir / path; IO.copyFile(src, out); out }
+      },
+      Test / fork := true,
+      Test / javaOptions ++= Seq("-Xmx1g"),
+      Test / parallelExecution := false
+    )
+
+lazy val spark35_212 = sparkLineProject(SparkLines.spark35_212)
+lazy val spark35_213 = sparkLineProject(SparkLines.spark35_213)
+lazy val spark4_213 = sparkLineProject(SparkLines.spark4_213)
+lazy val lineProjects = Seq(spark35_212, spark35_213, spark4_213)
+
+// `bundlePython` puts the KPL bundle, every line's jar and the bundle's aggregated NOTICE into the Python package.
+lazy val bundlePython = taskKey[Seq[File]]("Copies the jars into python/spark_kinesis/jars (the wheel carries them)")
+
+lazy val root = (project in file("."))
+  .aggregate((kpl: ProjectReference) +: lineProjects.map(p => p: ProjectReference): _*)
+  .settings(
+    name := "spark-kinesis-root",
+    publish / skip := true,
+    bundlePython := {
+      val jars = (kpl / Compile / packageBin).value +: Seq(
+        (spark35_212 / Compile / packageBin).value,
+        (spark35_213 / Compile / packageBin).value,
+        (spark4_213 / Compile / packageBin).value
+      )
+      val dir = baseDirectory.value / "python" / "spark_kinesis" / "jars"
+      IO.delete(IO.listFiles(dir, "*.jar"))
+      val copied = jars.map { j =>
+        val out = dir / j.getName; IO.copyFile(j, out); out
+      }
+      // Beside the jars in the wheel: every notice the bundle carries (its META-INF/NOTICE).
+      sbt.io.Using.jarFile(verify = false)(jars.head) { jar =>
+        IO.transfer(jar.getInputStream(jar.getEntry("META-INF/NOTICE")), dir / "NOTICE")
+      }
+      copied
+    }
+  )
+
+// Benchmarks (not aggregated, never published): JMH on the writer's hot path, and BareKplLoop, the same records pushed
+// straight into a KinesisProducer. `bench/writeClasspath` writes the runtime classpath to bench/jvm/target/classpath.txt
+// so a harness can start BareKplLoop without sbt.
 lazy val writeClasspath = taskKey[File]("Writes the runtime classpath to target/classpath.txt")
 
 lazy val bench = (project in file("bench/jvm"))
-  .dependsOn(sparkKinesis)
+  .dependsOn(spark4_213)
   .enablePlugins(JmhPlugin)
   .settings(
     name := "spark-kinesis-bench",
     publish / skip := true,
+    scalaVersion := lines.last.scala,
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17"),
-    libraryDependencies += "org.apache.spark" %% "spark-sql" % sparkVersion,
+    libraryDependencies += "org.apache.spark" %% "spark-sql" % lines.last.spark,
     writeClasspath := {
       val out = target.value / "classpath.txt"
       IO.write(out, (Runtime / fullClasspath).value.files.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))

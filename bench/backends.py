@@ -21,10 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
-
-from spark_kinesis.testing import (  # noqa: E402
+from spark_kinesis_testkit.emulator import (
     FAKE_ACCESS_KEY_ID,
     FAKE_SECRET_ACCESS_KEY,
     REGION,
@@ -34,6 +31,7 @@ from spark_kinesis.testing import (  # noqa: E402
     stop_process,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 KINESALITE_DIR = ROOT / "bench" / "backend" / "node_modules" / "kinesalite"
 
 # KPL settings the throughput runs add to loopback_writer_options' (no CloudWatch, no cert check).

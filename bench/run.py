@@ -34,8 +34,6 @@ from typing import Any
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "python"))
-sys.path.insert(0, str(HERE))
 
 import urllib3  # noqa: E402
 
@@ -44,8 +42,8 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 import backends  # noqa: E402
 import jfr_top  # noqa: E402
-from spark_kinesis.faults import FaultFront  # noqa: E402
-from spark_kinesis.testing import loopback_writer_options, read_stream  # noqa: E402
+from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream  # noqa: E402
+from spark_kinesis_testkit.faults import FaultFront  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))

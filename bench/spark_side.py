@@ -26,15 +26,12 @@ from typing import Any
 
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need boto3 and aws-kinesis-agg
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "python"))
-sys.path.insert(0, str(HERE))
 
-import procfs  # noqa: E402
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-from spark_kinesis import KinesisWriter  # noqa: E402
-from spark_kinesis.testing import loopback_session_builder, producer_snapshot  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit import procs
+from spark_kinesis_testkit.emulator import loopback_session_builder, producer_snapshot
 
 PUT_RECORDS_MAX = 500  # records per PutRecords call (the API's limit)
 PUT_RECORDS_MAX_BYTES = 5 * 1024 * 1024
@@ -183,12 +180,12 @@ class Bench:
         jfr = cmd.get("jfr")  # profile this run: a JFR recording of the driver JVM (= executors here)
         if jfr:
             self.jcmd("JFR.start", "name=bench", "settings=profile", f"filename={jfr}")
-        before, backend0 = procfs.tree(self.jvm_pid), procfs.cpu_seconds(cmd["backend_pid"])
+        before, backend0 = procs.tree(self.jvm_pid), procs.cpu_seconds(cmd["backend_pid"])
         t0 = time.monotonic()
         query = dsw.start()
         query.awaitTermination()
         wall = time.monotonic() - t0
-        after, backend1 = procfs.tree(self.jvm_pid), procfs.cpu_seconds(cmd["backend_pid"])
+        after, backend1 = procs.tree(self.jvm_pid), procs.cpu_seconds(cmd["backend_pid"])
         if jfr:
             self.jcmd("JFR.stop", "name=bench")
         if query.exception() is not None:
@@ -201,7 +198,7 @@ class Bench:
             sent, failed = rows, 0
         else:
             sent, failed = sum(confirmed), 0
-        cpu = procfs.cpu_by_kind(before, after, self.jvm_pid)
+        cpu = procs.cpu_by_kind(before, after, self.jvm_pid)
         return {
             "variant": variant,
             "payload": payload,
@@ -247,7 +244,7 @@ class Bench:
             next_tick += 1.0
             time.sleep(max(0.0, next_tick - time.monotonic()))
             live = producer_snapshot(self.spark)
-            daemons = procfs.kpl_daemons(self.jvm_pid)
+            daemons = procs.kpl_daemons(self.jvm_pid)
             progress = query.lastProgress or {}
             samples.append(
                 {
@@ -260,7 +257,7 @@ class Bench:
                     "in_flight_records": sum(p.in_flight_records for p in live),  # what queue_limit bounds
                     "outstanding_bytes": sum(p.outstanding_bytes for p in live),
                     "backpressure_cycles": sum(p.backpressure_cycles for p in live),
-                    "kpl_rss": sum(procfs.rss_bytes(d) for d in daemons),
+                    "kpl_rss": sum(procs.rss_bytes(d) for d in daemons),
                     "heap_used": int(memory.getHeapMemoryUsage().getUsed()),
                     "source_rows_per_s": progress.get("inputRowsPerSecond"),
                     "batch": progress.get("batchId"),

@@ -1,6 +1,6 @@
 """A query on local-cluster[2,1,1024] (two executor JVMs), run as its own process.
 
-usage: cluster_probe.py CONFIG_JSON (keys: input, checkpoint, stream, writer_options, jar, metrics_dir)
+usage: cluster_probe.py CONFIG_JSON (keys: input, checkpoint, stream, writer_options, jars, metrics_dir)
 Prints one JSON line: the writer's driver-side totals.
 """
 
@@ -12,13 +12,13 @@ import sys
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import loopback_session_builder
+from spark_kinesis_testkit.emulator import loopback_session_builder
 
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     spark = loopback_session_builder(
-        "local-cluster[2,1,1024]", "cluster-probe", cfg["jar"], cfg["metrics_dir"]
+        "local-cluster[2,1,1024]", "cluster-probe", cfg["jars"], cfg["metrics_dir"]
     ).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = (

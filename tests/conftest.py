@@ -1,14 +1,13 @@
 """Shared fixtures: one embedded Kinesis and one local Spark session for the whole run.
 
-The Spark session gets the freshly built assembly jar (``make test`` builds it and copies it into
-the Python package). Tests talk to loopback only.
+The Spark session gets the freshly built jars for the installed pyspark's Spark line (``make test``
+builds them and copies them into the Python package). Tests talk to loopback only.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +18,9 @@ import pytest
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
-sys.path.insert(0, str(ROOT / "tests"))
 
-import spark_kinesis
-from spark_kinesis.testing import KinesisMock, loopback_session_builder
+from helpers import session_jars
+from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,14 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "install: builds and installs artifacts (wheel, --packages)")
     config.addinivalue_line("markers", "bad_input: one bad option, schema, row or environment and its error")
     config.addinivalue_line("markers", "faults: a fault scenario (throttling, outages, kills) with id accounting")
-
-
-def assembly_jar() -> str:
-    jar = os.environ.get("SPARK_KINESIS_JAR") or spark_kinesis.jar_path()
-    built = sorted((ROOT / "jvm" / "target" / "scala-2.13").glob("spark-kinesis-assembly_*.jar"))
-    if built and Path(jar).stat().st_mtime < built[-1].stat().st_mtime - 1:
-        pytest.exit(f"the bundled jar {jar} is older than {built[-1]}: run `make jar`", returncode=3)
-    return jar
+    config.addinivalue_line("markers", "every_line: also runs on the Spark 3.5 leg of `make test` (pyspark 3.5)")
 
 
 def _docker_available() -> bool:
@@ -93,7 +83,7 @@ def metrics_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark(metrics_dir: Path):  # type: ignore[no-untyped-def]
-    builder = loopback_session_builder("local[2]", "spark-kinesis-tests", assembly_jar(), str(metrics_dir))
+    builder = loopback_session_builder("local[2]", "spark-kinesis-tests", session_jars(), str(metrics_dir))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -1,7 +1,8 @@
 """A streaming query over ids 0..N-1 in its own process, for fault scenarios.
 
 usage: fault_probe.py CONFIG_JSON
-  keys: master, jar, input, checkpoint, stream, writer_options, fail_first_attempt_partitions (list)
+  keys: master, jars, input, checkpoint, stream, writer_options, fail_first_attempt_partitions (list),
+        entry ("foreach", default, or "format")
 Prints "BATCH <id>" as batches commit; in local mode, once, "INFLIGHT <n>" when records are in
 flight after the first commit; finally "DONE <json totals>" (exit 0) or "FAILED <message>" (exit 3).
 """
@@ -16,12 +17,12 @@ import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark import TaskContext
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import loopback_session_builder, producer_snapshot
+from spark_kinesis_testkit.emulator import loopback_session_builder, producer_snapshot
 
 
 def main() -> int:
     cfg = json.loads(sys.argv[1])
-    spark = loopback_session_builder(cfg["master"], "fault-probe", cfg["jar"]).getOrCreate()
+    spark = loopback_session_builder(cfg["master"], "fault-probe", cfg["jars"]).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = (
         spark.readStream.schema("id LONG, pk STRING, b64 STRING")
@@ -43,12 +44,13 @@ def main() -> int:
         df = df.withColumn("id", fail_once("id"))
     df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"), "id")
     writer = KinesisWriter(stream_name=cfg["stream"], **cfg["writer_options"])
-    q = (
+    entry = cfg.get("entry", "foreach")  # or "format": the kinesis DataSource V2 sink, same options
+    stream_writer = (
         df.writeStream.foreach(writer)
-        .option("checkpointLocation", cfg["checkpoint"])
-        .trigger(availableNow=True)
-        .start()
+        if entry == "foreach"
+        else df.writeStream.format("kinesis").options(**writer.options())
     )
+    q = stream_writer.option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).start()
     local = cfg["master"].startswith("local[")
     seen = -1
     max_outstanding = 0
@@ -70,7 +72,8 @@ def main() -> int:
         return 3
     executors = spark._jsc.sc().statusStore().executorList(False)
     failed_tasks = sum(executors.apply(i).failedTasks() for i in range(executors.size()))
-    totals = {**writer.metrics(), "maxOutstanding": max_outstanding, "failedTasks": failed_tasks}
+    sent = writer.metrics() if entry == "foreach" else {k: int(v) for k, v in q.lastProgress["sink"]["metrics"].items()}
+    totals = {**sent, "maxOutstanding": max_outstanding, "failedTasks": failed_tasks}
     print("DONE " + json.dumps(totals), flush=True)
     spark.stop()
     return 0

@@ -3,15 +3,35 @@
 from __future__ import annotations
 
 import base64
+import filecmp
 import hashlib
 import json
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from spark_kinesis.testing import UserRecord
+import pytest
+import spark_kinesis
+from spark_kinesis_testkit.emulator import UserRecord
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def session_jars() -> str:
+    """The jars for the installed pyspark's Spark line (``spark.jars`` form), as bundled by ``make jar``;
+    ``SPARK_KINESIS_JARS`` overrides. Stops the run if sbt built a jar that differs from its bundled copy."""
+    override = os.environ.get("SPARK_KINESIS_JARS")
+    if override:
+        return override
+    jars = spark_kinesis.jar_paths()
+    for jar in map(Path, jars):
+        for built in [*ROOT.glob(f"jvm/kpl/target/{jar.name}"), *ROOT.glob(f"jvm/lines/*/target/scala-*/{jar.name}")]:
+            if built.stat().st_mtime > jar.stat().st_mtime + 1 and not filecmp.cmp(built, jar, shallow=False):
+                pytest.exit(f"the bundled {jar} is older than {built}: run `make jar`", returncode=3)
+    return ",".join(jars)
 
 
 def payload(i: int) -> bytes:
@@ -38,6 +58,29 @@ def rows_for(ids: Iterable[int], key: Callable[[int], str] = lambda i: f"user-{i
     return [{"id": i, "pk": key(i), "b64": base64.b64encode(payload(i)).decode()} for i in ids]
 
 
+#: The two ways a streaming query reaches the writer: the ForeachWriter, and the `kinesis` DataSource V2 sink.
+ENTRIES = ["foreach", "format"]
+
+
+def entries(every_line: str | None = None) -> list[Any]:
+    """ENTRIES as pytest params; `every_line` names the one the Spark 3.5 leg runs too (its time is budgeted)."""
+    import pytest
+
+    return [pytest.param(e, marks=pytest.mark.every_line) if e == every_line else e for e in ENTRIES]
+
+
+def attach(stream_writer: Any, writer: Any, entry: str) -> Any:
+    """``foreach(writer)``, or ``format("kinesis")`` with the same options."""
+    if entry == "foreach":
+        return stream_writer.foreach(writer)
+    return stream_writer.format("kinesis").options(**writer.options())
+
+
+def sink_totals(query: Any) -> dict[str, int]:
+    """The `kinesis` sink's totals as the query's last progress reports them."""
+    return {k: int(v) for k, v in query.lastProgress["sink"]["metrics"].items()}
+
+
 def run_available_now(
     spark: Any,
     source_dir: Path,
@@ -45,8 +88,9 @@ def run_available_now(
     writer: Any,
     select: Callable[[Any], Any] | None = None,
     timeout_s: float = 600,
+    entry: str = "foreach",
 ) -> Any:
-    """Stream every input file once (availableNow) through `writer`; returns the finished query."""
+    """Stream every input file once (availableNow) through `writer` attached by `entry`; returns the finished query."""
     from pyspark.sql import functions as F
 
     df = (
@@ -58,7 +102,8 @@ def run_available_now(
         df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
     else:
         df = select(df)
-    q = df.writeStream.foreach(writer).option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+    q = attach(df.writeStream, writer, entry).option("checkpointLocation", str(checkpoint))
+    q = q.trigger(availableNow=True).start()
     finished = q.awaitTermination(timeout_s)
     if not finished:
         q.stop()

@@ -15,6 +15,10 @@ from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 
 
+def _location(java_class: object) -> str:
+    return str(java_class._java_lang_class.getProtectionDomain().getCodeSource().getLocation())  # type: ignore[attr-defined]
+
+
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
@@ -41,6 +45,7 @@ def main() -> None:
             {
                 "module": spark_kinesis.__file__,
                 "jvm_jar": str(spark._jvm.io.github.sparkkinesis.KinesisWriter.jarLocation()),
+                "kpl_jar": _location(spark._jvm.io.github.sparkkinesis.SparkLineCheck),
                 "exception": str(q.exception()) if q.exception() else None,
             }
         ),

@@ -1,6 +1,6 @@
 """Runs a real query with canary secrets and prints every string a secret could leak into.
 
-usage: secrets_probe.py CONFIG_JSON (keys: input, checkpoint, stream, writer_options, jar, canaries)
+usage: secrets_probe.py CONFIG_JSON (keys: input, checkpoint, stream, writer_options, jars, canaries)
 Driver and executor share this JVM (local mode), so stderr carries both logs, at INFO.
 """
 
@@ -12,13 +12,13 @@ import sys
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import loopback_session_builder
+from spark_kinesis_testkit.emulator import loopback_session_builder
 
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     canary = cfg["canaries"]
-    spark = loopback_session_builder("local[2]", "secrets-probe", cfg["jar"]).getOrCreate()
+    spark = loopback_session_builder("local[2]", "secrets-probe", cfg["jars"]).getOrCreate()
     opts = dict(cfg["writer_options"])
     opts.update(
         aws_access_key_id=canary["key"], aws_secret_access_key=canary["secret"], aws_session_token=canary["token"]
@@ -28,22 +28,36 @@ def main() -> None:
     print("REPR", repr(writer), str(writer))
     df = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(cfg["input"])
     df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
-    q = (
+    entry = cfg.get("entry", "foreach")
+    sw = (
         df.writeStream.foreach(writer)
-        .option("checkpointLocation", cfg["checkpoint"])
-        .trigger(availableNow=True)
-        .queryName("secrets_probe")
-        .start()
+        if entry == "foreach"
+        else df.writeStream.format("kinesis").options(**writer.options())
     )
+    q = sw.option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).queryName("secrets_probe").start()
     q.awaitTermination(300)
     print("EXCEPTION", q.exception())
     print("PROGRESS", q.recentProgress)
     q.explain(True)
     print("STATUS", q.status)
+    if entry == "format":
+        # A batch write too, then every SQL execution as the UI's SQL tab shows it (plans, descriptions, metrics).
+        batch = spark.createDataFrame([(b"1:x", "k")], "data binary, partitionKey string")
+        batch.write.format("kinesis").options(**writer.options()).mode("append").save()
+        store = spark._jsparkSession.sharedState().statusStore()
+        executions = store.executionsList()
+        for i in range(executions.size()):
+            e = executions.apply(i)
+            print("SQL", e.description(), e.details(), e.physicalPlanDescription(), e.metrics())
+
     # Error paths that carry the options: a bad KPL value and bad assume-role input, both with secrets set.
     for bad in ({"kpl": {**opts["kpl"], "RecordTtl": 1}}, {"role_external_id": canary["external"]}):
         try:
-            df.writeStream.foreach(KinesisWriter(stream_name=cfg["stream"], **{**opts, **bad}))
+            bad_writer = KinesisWriter(stream_name=cfg["stream"], **{**opts, **bad})
+            if entry == "foreach":
+                df.writeStream.foreach(bad_writer)
+            else:
+                df.writeStream.format("kinesis").options(**bad_writer.options()).start().awaitTermination(60)
         except Exception as e:
             print("ERROR", type(e).__name__, e)
     try:

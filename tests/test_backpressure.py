@@ -4,9 +4,9 @@ a workload that outruns the emulator is written, and nothing is lost."""
 from __future__ import annotations
 
 import pytest
-from helpers import account, rows_for, run_available_now, sampled_while, wait_for, write_input
+from helpers import account, entries, rows_for, run_available_now, sampled_while, sink_totals, wait_for, write_input
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import producer_snapshot, read_stream
+from spark_kinesis_testkit.emulator import producer_snapshot, read_stream
 
 QUEUE_LIMIT = 100
 
@@ -18,7 +18,8 @@ def _snapshot(spark):
 
 
 @pytest.mark.e2e
-def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path, metrics_dir):
+@pytest.mark.parametrize("entry", entries(every_line="foreach"))
+def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path, metrics_dir, entry):
     n = 2_000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
     # Aggregation off: every user record is its own Kinesis record, which the emulator takes at
@@ -29,8 +30,10 @@ def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path
         **kinesis.writer_options(AggregationEnabled=False, RecordMaxBufferedTime=50),
     )
     _, cycles_before = _snapshot(spark)
+    queries: list = []
     samples = sampled_while(
-        lambda: _snapshot(spark)[0], lambda: run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
+        lambda: _snapshot(spark)[0],
+        lambda: queries.append(run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer, entry=entry)),
     )
     _, cycles_after = _snapshot(spark)
 
@@ -54,7 +57,7 @@ def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path
 
     wait_for(lambda: csv_max("backpressureCycles") > 0, 30, "backpressureCycles > 0 in the CsvSink")
     assert csv_max("outstandingRecordsCount") >= 0
-    totals = writer.metrics()
+    totals = writer.metrics() if entry == "foreach" else sink_totals(queries[0])
     assert totals["recordsSent"] == n and totals["backpressureCycles"] > 0 and totals["backpressureWaitMs"] > 0
     print(f"backpressure: max_outstanding={max(samples)} limit={QUEUE_LIMIT} cycles={cycles_after - cycles_before}")
 

@@ -15,9 +15,20 @@ import pytest
 from helpers import write_input
 from pyspark.errors import StreamingQueryException
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import free_port
+from spark_kinesis_testkit.emulator import free_port
 
 TIME_BOUND_S = 10.0
+#: The cases the Spark 3.5 leg runs too: options, schema and rows, one or two of each kind.
+EVERY_LINE = {
+    "kpl-misspelled",
+    "endpoint-http",
+    "role-not-arn",
+    "no-data-column",
+    "data-int",
+    "null-data",
+    "hash-key-not-decimal",
+    "stream-missing",
+}
 REGION = {"region": "us-east-1"}
 
 
@@ -270,6 +281,12 @@ def _total_tasks(spark: Any) -> int:
     return sum(executors.apply(i).totalTasks() for i in range(executors.size()))
 
 
+def _cases(where: str) -> list[Any]:
+    return [
+        pytest.param(x, marks=pytest.mark.every_line) if x.id in EVERY_LINE else x for x in CASES if x.where == where
+    ]
+
+
 def _timed(action: Callable[[], Any], error: type) -> tuple[BaseException, float]:
     start = time.monotonic()
     with pytest.raises(error) as info:
@@ -286,6 +303,18 @@ def test_python_checks(case: Case) -> None:
     assert took < TIME_BOUND_S
 
 
+def _assert_named_in_time_and_no_task_ran(case: Case, err: BaseException, took: float, spark: Any, before: int) -> None:
+    for m in case.message:
+        assert m in str(err), f"{str(err)[:2000]!r} should name {m!r}"
+    assert took < TIME_BOUND_S
+    # Prove no task ran: a 3-task job afterwards must bring the count to exactly before + 3.
+    spark.sparkContext.parallelize(range(3), 3).foreach(lambda _: None)
+    deadline = time.monotonic() + 30
+    while _total_tasks(spark) < before + 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _total_tasks(spark) == before + 3, "a task ran for a writer that should have failed on the driver"
+
+
 def _empty_stream_df(spark: Any, tmp_path: Any, columns: dict[str, str]) -> Any:
     src = tmp_path / "empty"
     src.mkdir()
@@ -295,23 +324,40 @@ def _empty_stream_df(spark: Any, tmp_path: Any, columns: dict[str, str]) -> Any:
 
 @pytest.mark.bad_input
 @pytest.mark.e2e
-@pytest.mark.parametrize("case", [x for x in CASES if x.where == "attach"], ids=lambda x: x.id)
+@pytest.mark.parametrize("case", _cases("attach"), ids=lambda x: x.id)
 def test_driver_checks_before_any_task(case: Case, spark: Any, tmp_path: Any) -> None:
     df = _empty_stream_df(spark, tmp_path, case.columns)
     kwargs = {"stream_name": "s", **REGION, **case.kwargs}
     writer = KinesisWriter(**{k: v for k, v in kwargs.items() if v is not None})
     before = _total_tasks(spark)
     err, took = _timed(lambda: df.writeStream.foreach(writer).start(), case.error)
-    for m in case.message:
-        assert m in str(err), f"{str(err)!r} should name {m!r}"
-    assert took < TIME_BOUND_S
-    # Prove no task ran: a 3-task job afterwards must bring the count to exactly before + 3.
-    spark.sparkContext.parallelize(range(3), 3).foreach(lambda _: None)
-    deadline = time.monotonic() + 30
-    while _total_tasks(spark) < before + 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _total_tasks(spark) == before + 3, "a task ran for a writer that should have failed on the driver"
+    _assert_named_in_time_and_no_task_ran(case, err, took, spark, before)
     assert spark.streams.active == []
+
+
+@pytest.mark.bad_input
+@pytest.mark.e2e
+@pytest.mark.parametrize("case", _cases("attach"), ids=lambda x: x.id)
+def test_format_sink_checks_before_any_task(case: Case, spark: Any, tmp_path: Any) -> None:
+    """The same table through format("kinesis"): the same messages, before any task. Options fail in start();
+    the sink sees the schema when the first batch is planned, so schema mistakes fail the query there (one
+    row of nulls makes that batch)."""
+    df = _empty_stream_df(spark, tmp_path, case.columns)
+    (tmp_path / "empty" / "row.json").write_text("{}\n")
+    kwargs = {"stream_name": "s", **REGION, **case.kwargs}
+    options = KinesisWriter(**{k: v for k, v in kwargs.items() if v is not None}).options()
+    before = _total_tasks(spark)
+
+    def start_and_plan() -> None:
+        q = df.writeStream.format("kinesis").options(**options).option("checkpointLocation", str(tmp_path / "ck"))
+        q = q.trigger(availableNow=True).start()
+        try:
+            q.awaitTermination(60)
+        finally:
+            q.stop()
+
+    err, took = _timed(start_and_plan, Exception)
+    _assert_named_in_time_and_no_task_ran(case, err, took, spark, before)
 
 
 def _one_row_query(spark: Any, kinesis: Any, tmp_path: Any, case: Case, kwargs: dict[str, Any]) -> None:
@@ -335,7 +381,7 @@ def _one_row_query(spark: Any, kinesis: Any, tmp_path: Any, case: Case, kwargs: 
 
 @pytest.mark.bad_input
 @pytest.mark.e2e
-@pytest.mark.parametrize("case", [x for x in CASES if x.where == "row"], ids=lambda x: x.id)
+@pytest.mark.parametrize("case", _cases("row"), ids=lambda x: x.id)
 def test_row_values(case: Case, spark: Any, kinesis: Any, stream: str, tmp_path: Any) -> None:
     kwargs = dict(case.kwargs)
     opts = kinesis.writer_options(**kwargs.pop("kpl", {}))
@@ -344,7 +390,7 @@ def test_row_values(case: Case, spark: Any, kinesis: Any, stream: str, tmp_path:
 
 @pytest.mark.bad_input
 @pytest.mark.e2e
-@pytest.mark.parametrize("case", [x for x in CASES if x.where == "env"], ids=lambda x: x.id)
+@pytest.mark.parametrize("case", _cases("env"), ids=lambda x: x.id)
 def test_environment_failures_are_bounded(case: Case, spark: Any, kinesis: Any, stream: str, tmp_path: Any) -> None:
     # RecordTtl bounds how long the KPL retries; the query must then fail naming stream and endpoint.
     opts = kinesis.writer_options(RecordTtl=2000, RequestTimeout=1000, ConnectTimeout=500)
@@ -354,14 +400,3 @@ def test_environment_failures_are_bounded(case: Case, spark: Any, kinesis: Any, 
     elif kwargs["endpoint"] == "plain":
         kwargs["endpoint"] = f"https://127.0.0.1:{kinesis.plain_port}"
     _one_row_query(spark, kinesis, tmp_path, case, kwargs)
-
-
-@pytest.mark.bad_input
-def test_spark_connect_gets_a_clear_error() -> None:
-    # The Connect DataStreamWriter needs pyspark's connect extras (not installed here); its patched
-    # foreach is this function, so call it as Connect would.
-    from spark_kinesis.writer import _connect_foreach
-
-    err, took = _timed(lambda: _connect_foreach(object(), KinesisWriter(stream_name="s")), NotImplementedError)
-    assert "does not support Spark Connect" in str(err) and "classic session" in str(err)
-    assert took < TIME_BOUND_S

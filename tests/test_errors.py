@@ -11,6 +11,7 @@ from spark_kinesis import KinesisWriter
 
 
 @pytest.mark.e2e
+@pytest.mark.every_line
 def test_row_error_reaches_python_naming_the_cause(spark, kinesis, stream, tmp_path):
     rows = rows_for(range(50))
     rows[7]["pk"] = "k" * 300
@@ -26,6 +27,7 @@ def _rate_df(spark):
 
 
 @pytest.mark.e2e
+@pytest.mark.every_line
 def test_bad_kpl_option_fails_on_the_driver_before_start(spark):
     df = _rate_df(spark).select(F.col("value").cast("string").alias("data"), F.lit("k").alias("partitionKey"))
     with pytest.raises(ValueError, match=r"kpl.RecordMaxBuferedTime is not a KPL setting.*RecordMaxBufferedTime"):
@@ -34,6 +36,7 @@ def test_bad_kpl_option_fails_on_the_driver_before_start(spark):
 
 
 @pytest.mark.e2e
+@pytest.mark.every_line
 def test_schema_error_fails_on_the_driver(spark):
     df = _rate_df(spark)  # columns: timestamp, value
     with pytest.raises(ValueError, match=r"no 'data' column.*to_json"):
@@ -44,6 +47,7 @@ def test_schema_error_fails_on_the_driver(spark):
 
 
 @pytest.mark.e2e
+@pytest.mark.every_line
 def test_plain_python_foreach_still_works(spark, tmp_path):
     out = tmp_path / "seen"
     out.mkdir()
@@ -65,12 +69,13 @@ def test_plain_python_foreach_still_works(spark, tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.every_line
 def test_missing_jar_error_names_the_fix(spark, monkeypatch):
     import spark_kinesis._jar as jar
     import spark_kinesis.writer as writer
 
     monkeypatch.setattr(writer, "JVM_ENTRY_POINT", "io.github.sparkkinesis.NoSuchEntryPoint")
     df = _rate_df(spark).select(F.col("value").cast("string").alias("data"), F.lit("k").alias("partitionKey"))
-    with pytest.raises(RuntimeError, match=r"not on the Spark JVM classpath.*configure.*--packages"):
+    with pytest.raises(RuntimeError, match=r"not on the Spark JVM's classpath.*configure.*--packages") as info:
         df.writeStream.foreach(KinesisWriter(stream_name="s", region="us-east-1"))
-    assert jar.MAVEN_COORDINATES.startswith("io.github.spark-kinesis:spark-kinesis_2.13:")
+    assert jar.coordinates(spark.version) in str(info.value), "names the artifact for the running Spark line"

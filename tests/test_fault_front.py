@@ -1,4 +1,4 @@
-"""The fault-injecting HTTPS front (spark_kinesis.faults) in front of kinesis-mock, driven by boto3. No Spark."""
+"""The fault-injecting HTTPS front (spark_kinesis_testkit.faults) before kinesis-mock, driven by boto3. No Spark."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
-from spark_kinesis.faults import FaultFront
-from spark_kinesis.testing import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, KinesisMock, read_stream
+from spark_kinesis_testkit.emulator import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, KinesisMock, read_stream
+from spark_kinesis_testkit.faults import FaultFront
 
 STREAM = "ff"
 MAX_HASH = str(2**128 - 1)

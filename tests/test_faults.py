@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import assembly_jar
-from helpers import account, rows_for, write_input
-from procs import find, kill
-from spark_kinesis.testing import read_stream
+from helpers import account, entries, rows_for, session_jars, write_input
+from spark_kinesis_testkit.emulator import read_stream
+from spark_kinesis_testkit.procs import find, kill, kpl_daemons
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT_DIR = ROOT / ".cache" / "reliability"
@@ -68,7 +67,7 @@ class Probe:
 def scenario_cfg(kinesis: Any, stream: str, tmp_path: Path, **over: Any) -> dict[str, Any]:
     cfg = {
         "master": "local[2,4]",  # 4 attempts per task: local mode retries only like this
-        "jar": assembly_jar(),
+        "jars": session_jars(),
         "input": str(tmp_path / "in"),
         "checkpoint": str(tmp_path / "ckpt"),
         "stream": stream,
@@ -119,18 +118,19 @@ def first_batch_then(action: Callable[[Probe], None]) -> Callable[[str, Probe], 
 
 @pytest.mark.faults
 @pytest.mark.e2e
-def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path):
+@pytest.mark.parametrize("entry", entries(every_line="foreach"))
+def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path, entry):
     n = 4_000
     write_input(tmp_path / "in", rows_for(range(n)), files=4)
     killed: list[int] = []
 
     def kill_daemon(probe: Probe) -> None:
-        pids = find(probe.proc.pid, "kinesis_producer")
+        pids = kpl_daemons(probe.proc.pid)
         assert pids, "no KPL daemon found under the probe"
         kill(pids)
         killed.extend(pids)
 
-    probe = Probe(scenario_cfg(kinesis, stream, tmp_path))
+    probe = Probe(scenario_cfg(kinesis, stream, tmp_path, entry=entry))
     last = probe.run(in_flight_after_first_batch_then(kill_daemon))
     assert last.startswith("DONE"), last + probe.stderr[-3000:]
     assert killed, "the probe never had records in flight after its first batch" + probe.stderr[-3000:]
@@ -138,7 +138,8 @@ def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path):
     assert totals["failedTasks"] >= 1, (
         "the dead daemon must fail the tasks using it (then they are retried)" + probe.stderr[-3000:]
     )
-    report("kpl-daemon-sigkill", kinesis, stream, n, {"failed_tasks": totals["failedTasks"]})
+    name = "kpl-daemon-sigkill" + ("" if entry == "foreach" else "-format")
+    report(name, kinesis, stream, n, {"failed_tasks": totals["failedTasks"]})
 
 
 @pytest.mark.faults
@@ -194,7 +195,7 @@ def test_driver_killed_then_restarted_from_checkpoint(kinesis, stream, tmp_path)
 
 @pytest.fixture
 def front(kinesis):
-    from spark_kinesis.faults import FaultFront
+    from spark_kinesis_testkit.faults import FaultFront
 
     with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as f:
         yield f

@@ -11,11 +11,13 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
+import spark_kinesis
 from helpers import account, payload, rows_for, write_input
-from spark_kinesis.testing import read_stream
+from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 500
@@ -51,7 +53,13 @@ def _clean_env() -> dict:
     return env
 
 
+def _installed_coordinates() -> str:
+    spark, scala = spark_kinesis.installed_spark()
+    return spark_kinesis.coordinates(spark, scala)
+
+
 @pytest.mark.install
+@pytest.mark.every_line
 def test_wheel_in_a_fresh_venv_uses_its_own_jar(kinesis, stream, tmp_path):
     dist = tmp_path / "dist"
     subprocess.run(
@@ -84,8 +92,11 @@ def test_wheel_in_a_fresh_venv_uses_its_own_jar(kinesis, stream, tmp_path):
     }
     result = _run_probe([str(py)], cfg, _clean_env(), cwd=tmp_path)
     site = str(venv)
+    artifact = _installed_coordinates().split(":")[1]
     assert result["module"].startswith(site), result
-    assert result["jvm_jar"].startswith("file:" + site) and "spark-kinesis-assembly" in result["jvm_jar"], result
+    # Both jars come from the installed wheel: the KPL bundle and the jar of the installed pyspark's line.
+    assert result["jvm_jar"].startswith("file:" + site) and f"/jars/{artifact}-" in result["jvm_jar"], result
+    assert result["kpl_jar"].startswith("file:" + site) and "/jars/spark-kinesis-kpl-" in result["kpl_jar"], result
     _check_delivery(kinesis, stream)
 
 
@@ -98,12 +109,12 @@ def _maven_mirror() -> list[str]:
 
 
 @pytest.mark.install
+@pytest.mark.every_line
 def test_spark_submit_packages_resolves_thin_jar_and_kpl(kinesis, stream, tmp_path):
     repo = Path(os.environ.get("SPARK_KINESIS_M2_REPO", ROOT / ".cache" / "m2repo"))
-    version = re.search(r'__version__ = "(.+)"', (ROOT / "python/spark_kinesis/_version.py").read_text()).group(1)
-    mvn_version = re.sub(r"\.dev\d*$", "-SNAPSHOT", version)
-    coords = f"io.github.spark-kinesis:spark-kinesis_2.13:{mvn_version}"
-    assert (repo / "io/github/spark-kinesis/spark-kinesis_2.13" / mvn_version).is_dir(), f"run `make jar` ({repo})"
+    coords = _installed_coordinates()  # spark-kinesis-3.5_2.12 on pip's pyspark 3.5, -4_2.13 on pyspark 4
+    group, artifact, mvn_version = coords.split(":")
+    assert (repo / group.replace(".", "/") / artifact / mvn_version).is_dir(), f"run `make jar` ({repo})"
 
     write_input(tmp_path / "in", rows_for(range(N)), files=2)
     cfg = {
@@ -119,7 +130,7 @@ def test_spark_submit_packages_resolves_thin_jar_and_kpl(kinesis, stream, tmp_pa
     # The Python facade from source, but no jar from it: the JVM side must come from --packages.
     env["PYTHONPATH"] = str(ROOT / "python")
     env["PYSPARK_PYTHON"] = sys.executable
-    ivy = ROOT / ".cache" / "ivy-spark"
+    ivy = tmp_path / "ivy"  # empty: it shows exactly what --packages resolves
     cmd = [
         str(spark_submit),
         "--master",
@@ -132,11 +143,70 @@ def test_spark_submit_packages_resolves_thin_jar_and_kpl(kinesis, stream, tmp_pa
         f"spark.jars.ivy={ivy}",
     ]
     result = _run_probe(cmd, cfg, env, cwd=tmp_path)
-    assert "spark-kinesis_2.13" in result["jvm_jar"] and "assembly" not in result["jvm_jar"], result
-    jars = {p.name for p in (ivy / "jars").glob("*.jar")}
-    assert any(j.startswith("software.amazon.kinesis_amazon-kinesis-producer-1.0.7") for j in jars), sorted(jars)
-    leaked = sorted(
-        j for j in jars if re.match(r"(org.scala-lang|org.apache.kafka|org.jetbrains.kotlin|org.apache.avro)", j)
-    )
-    assert leaked == [], f"--packages pulled in what the POM should exclude: {leaked}"
+    assert f"{group}_{artifact}-{mvn_version}.jar" in result["jvm_jar"], result
+    assert f"{group}_spark-kinesis-kpl-{mvn_version}.jar" in result["kpl_jar"], result
+    # The line jar's POM names only the KPL bundle, which carries the KPL and its dependencies relocated:
+    # nothing else reaches Spark's classpath (Spark 3.5's Guava 14 never meets the KPL's Guava 33).
+    jars = sorted(p.name for p in (ivy / "jars").glob("*.jar"))
+    assert jars == [f"{group}_{artifact}-{mvn_version}.jar", f"{group}_spark-kinesis-kpl-{mvn_version}.jar"], jars
     _check_delivery(kinesis, stream)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from python/ (with the jars `make jar` bundled)."""
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT / "python")],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    return next(dist.glob("spark_kinesis-*.whl"))
+
+
+#: The README states the wheel's size; it carries the KPL bundle once, whatever the number of Spark lines.
+WHEEL_MAX_BYTES = 84 * 10**6
+
+
+@pytest.mark.install
+def test_wheel_carries_one_bundle_and_a_jar_per_line(wheel: Path) -> None:
+    mvn = spark_kinesis._jar.maven_version()
+    lines = [
+        f"spark-kinesis-{line}_{scala}-{mvn}.jar"
+        for line, scalas in spark_kinesis._jar.LINES.items()
+        for scala in scalas
+    ]
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+        jars = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("spark_kinesis/jars/") and n.endswith(".jar"))
+        assert jars == sorted([f"spark-kinesis-kpl-{mvn}.jar", *lines])
+        licences = {n.rsplit("/", 1)[1] for n in names if ".dist-info/licenses/" in n}
+        assert licences == {"LICENSE", "NOTICE"}, licences
+        notice = whl.read("spark_kinesis/jars/NOTICE").decode()
+        # Ours first, then the bundled jars' own notices (Jackson's and the AWS SDK's among them).
+        assert notice.startswith("spark-kinesis\n") and "Jackson" in notice and "AWS SDK for Java" in notice
+        for jar in jars:
+            with zipfile.ZipFile(whl.open(f"spark_kinesis/jars/{jar}")) as j:
+                assert {"META-INF/LICENSE", "META-INF/NOTICE"} <= set(j.namelist()), jar
+                # Java 8 (class file 52) everywhere but the Spark 4 line, which needs Java 17 (61).
+                majors = {int.from_bytes(j.read(n)[6:8], "big") for n in j.namelist() if n.endswith(".class")}
+                assert max(majors) == (61 if jar.startswith("spark-kinesis-4_") else 52), (jar, sorted(majors))
+    assert wheel.stat().st_size <= WHEEL_MAX_BYTES, f"{wheel.stat().st_size} bytes"
+
+
+@pytest.mark.install
+def test_wheel_ships_only_the_library(wheel: Path) -> None:
+    """The wheel holds the library (its modules, py.typed, the jars) and nothing of the test harness."""
+    with zipfile.ZipFile(wheel) as whl:
+        names = [n for n in whl.namelist() if ".dist-info/" not in n]
+    source = ROOT / "python"
+    library = sorted(p.relative_to(source).as_posix() for p in (source / "spark_kinesis").rglob("*.py"))
+    hint = "(a stale python/build/? `make clean`)"
+    assert sorted(n for n in names if n.endswith(".py")) == library, hint
+    assert {f"spark_kinesis/{m}.py" for m in ("__init__", "_jar", "_version", "writer")} <= set(library)
+    harness = [n for n in names if re.search(r"testing|faults|testkit", n)]
+    assert harness == [], f"test harness in the wheel: {harness} {hint}"
+    data = re.compile(r"spark_kinesis/(py\.typed|jars/[^/]+\.jar|jars/NOTICE)")
+    other = [n for n in names if not n.endswith(".py") and not data.fullmatch(n)]
+    assert other == [], other

@@ -12,10 +12,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import assembly_jar
-from helpers import account, payload, rows_for, run_available_now, wait_for, write_input
+from helpers import account, payload, rows_for, run_available_now, session_jars, wait_for, write_input
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import read_stream
+from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,6 +35,7 @@ def csv_total(metrics_dir: Path, stream: str, metric: str) -> float:
 
 
 @pytest.mark.e2e
+@pytest.mark.every_line
 def test_sink_reports_records_and_bytes_without_backpressure(spark, kinesis, stream, tmp_path, metrics_dir):
     n = 2_000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
@@ -95,7 +95,7 @@ def test_local_cluster_executors_report_and_totals_add_up(kinesis, stream, tmp_p
         "checkpoint": str(tmp_path / "ckpt"),
         "stream": stream,
         "writer_options": kinesis.writer_options(),
-        "jar": assembly_jar(),
+        "jars": session_jars(),
         "metrics_dir": str(metrics_dir),
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import pytest
 from spark_kinesis import KinesisWriter, configure
@@ -69,16 +70,23 @@ def test_java_options_serialise_values():
     }
 
 
-def test_configure_appends_to_existing_jars():
+@pytest.mark.every_line
+def test_configure_appends_the_installed_lines_jars():
+    import pyspark
     from pyspark.sql import SparkSession
+    from spark_kinesis import coordinates
 
     b = SparkSession.builder.config("spark.jars", "/opt/other.jar")
     try:
         configure(b)
         jars = b._options["spark.jars"].split(",")
-        assert jars[0] == "/opt/other.jar" and jars[1].endswith(".jar") and "spark-kinesis-assembly" in jars[1]
+        # The KPL bundle, then the jar of the installed pyspark's line (pip's pyspark 3.5 runs Scala 2.12).
+        _, artifact, version = coordinates(pyspark.__version__).split(":")
+        assert jars[0] == "/opt/other.jar"
+        assert [Path(j).name for j in jars[1:]] == [f"spark-kinesis-kpl-{version}.jar", f"{artifact}-{version}.jar"]
+        assert all(Path(j).is_file() for j in jars[1:])
         configure(b)
-        assert len(b._options["spark.jars"].split(",")) == 2, "idempotent"
+        assert len(b._options["spark.jars"].split(",")) == 3, "idempotent"
     finally:
         b._options.pop("spark.jars", None)
 

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assembly_jar
-from helpers import rows_for, write_input
+from helpers import ENTRIES, rows_for, session_jars, write_input
 
 ROOT = Path(__file__).resolve().parents[1]
 CANARIES = {
@@ -24,15 +23,17 @@ CANARIES = {
 
 @pytest.mark.bad_input
 @pytest.mark.e2e
-def test_no_secret_in_any_output(kinesis, stream, tmp_path):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_no_secret_in_any_output(kinesis, stream, tmp_path, entry):
     write_input(tmp_path / "in", rows_for(range(200)), files=2)
     cfg = {
         "input": str(tmp_path / "in"),
         "checkpoint": str(tmp_path / "ckpt"),
         "stream": stream,
         "writer_options": kinesis.writer_options(),
-        "jar": assembly_jar(),
+        "jars": session_jars(),
         "canaries": CANARIES,
+        "entry": entry,
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
     env["PYTHONPATH"] = str(ROOT / "python")
@@ -60,7 +61,10 @@ def test_no_secret_in_any_output(kinesis, stream, tmp_path):
     assert "REPR KinesisWriter(" in out and "<redacted>" in out
     assert "EXCEPTION None" in out
     assert "Started KPL producer" in out, "INFO logs of the writer were not captured"
-    assert "KinesisWriter(" + stream in out, "the plan/progress description names the writer"
+    if entry == "foreach":
+        assert "KinesisWriter(" + stream in out, "the plan/progress description names the writer"
+    else:
+        assert "kinesis:" + stream in out and "SQL " in out, "the progress and the SQL tab name the sink"
     assert out.count("ERROR ") >= 3
     # The KPL daemon logs at warning here: its start-up must not reach for EC2 instance metadata.
     assert "169.254.169.254" not in out and "EC2MetadataClient" not in out, "the KPL daemon probed EC2 metadata"

@@ -16,12 +16,10 @@ from pathlib import Path
 
 # Before the JVM starts (the KPL daemon inherits its environment): no EC2 metadata probes.
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
 
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis.testing import KinesisMock, loopback_session_builder, read_stream
+from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder, read_stream
 
 STREAM = "demo-events"
 SHARDS = 8

@@ -18,14 +18,12 @@ from pathlib import Path
 
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")  # before the JVM starts
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from procs import find, rss_mb
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis.faults import FaultFront
-from spark_kinesis.testing import KinesisMock, loopback_session_builder, read_stream
+from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder, read_stream
+from spark_kinesis_testkit.faults import FaultFront
+from spark_kinesis_testkit.procs import kpl_daemons, rss_bytes
 
 MINUTES = float(os.environ.get("SOAK_MINUTES", "10"))
 MAX_GROWTH_MB = float(os.environ.get("SOAK_MAX_GROWTH_MB", "64"))
@@ -70,12 +68,12 @@ def main() -> int:
                 raise SystemExit(f"soak: query failed: {q.exception()}")
             jvm.System.gc()
             heap = jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed() / 2**20
-            daemons = find(os.getpid(), "kinesis_producer")
+            daemons = kpl_daemons(os.getpid())
             samples.append(
                 {
                     "t": round(time.monotonic() - start, 1),
                     "heap_mb": heap,
-                    "kpl_rss_mb": sum(rss_mb(p) for p in daemons),
+                    "kpl_rss_mb": sum(rss_bytes(p) for p in daemons) / 2**20,
                 }
             )
             time.sleep(max(0.0, 1.0 - (time.monotonic() - start) % 1.0))

@@ -1,11 +1,12 @@
-"""``KinesisWriter``: keyword arguments checked in Python, the writer built in the JVM."""
+"""``KinesisWriter``: keyword arguments checked in Python, the writer built in the JVM (or, on Spark
+Connect, the server's ``kinesis`` sink with the same options)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from spark_kinesis._jar import JVM_ENTRY_POINT, MAVEN_COORDINATES
+from spark_kinesis._jar import JVM_ENTRY_POINT, JVM_LINE_CHECK
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,7 +56,9 @@ def _check(name: str, value: Any) -> None:
 class KinesisWriter:
     """Writes each row of a streaming DataFrame to Kinesis through the KPL.
 
-    Use it with ``df.writeStream.foreach(KinesisWriter(...))`` after ``import spark_kinesis``.
+    Use it with ``df.writeStream.foreach(KinesisWriter(...))`` after ``import spark_kinesis``; on a Spark
+    Connect session that becomes the ``kinesis`` sink with the same options. ``options()`` gives the
+    same settings for ``format("kinesis")`` (streaming, or batch ``df.write...mode("append").save()``).
     Columns: ``data`` (binary or string, required), ``partitionKey`` (string; or set
     ``partitioner``), optional ``explicitHashKey`` and ``streamName``.
 
@@ -127,6 +130,14 @@ class KinesisWriter:
                 self._kpl[key] = value
 
     # -- JVM side ------------------------------------------------------------------------------
+    def options(self) -> dict[str, str]:
+        """These settings as ``format("kinesis")`` options: ``df.writeStream.format("kinesis").options(**w.options())``.
+
+        Values are strings, KPL settings ``kpl.<Name>``. Secrets are included as given: pass the dict to Spark,
+        do not log it.
+        """
+        return self._java_options()
+
     def _java_options(self) -> dict[str, str]:
         def text(v: KplValue) -> str:
             return ("true" if v else "false") if isinstance(v, bool) else str(v)
@@ -137,20 +148,25 @@ class KinesisWriter:
 
     def _to_java(self, spark: SparkSession, jschema: Any) -> Any:
         """Build the JVM ``KinesisForeachWriter``; option and schema errors become ``ValueError``."""
-        from py4j.java_gateway import JavaClass
         from py4j.protocol import Py4JJavaError
         from pyspark.errors import IllegalArgumentException as SparkIllegalArgument
 
         jvm: Any = spark._jvm
-        entry = jvm
-        for part in JVM_ENTRY_POINT.split("."):
-            entry = getattr(entry, part)
-        if not isinstance(entry, JavaClass):
+        check, entry = _jvm_class(jvm, JVM_LINE_CHECK), _jvm_class(jvm, JVM_ENTRY_POINT)
+        if check is None or entry is None:
+            from spark_kinesis._jar import coordinates
+
+            missing = JVM_LINE_CHECK if check is None else JVM_ENTRY_POINT
             raise RuntimeError(
-                f"{JVM_ENTRY_POINT} is not on the Spark JVM classpath. Create the session with "
-                "spark_kinesis.configure(SparkSession.builder).getOrCreate() (before any session exists), "
-                f"or start Spark with --packages {MAVEN_COORDINATES} (or --jars spark_kinesis.jar_path())."
+                f"spark-kinesis is not on the Spark JVM's classpath ({missing} is missing). "
+                "Create the session with spark_kinesis.configure(SparkSession.builder).getOrCreate() "
+                f"(before any session exists), or start Spark with --packages {coordinates(spark.version)} "
+                "(or --jars spark_kinesis.jar_path())."
             )
+        # A jar for another Spark line or Scala version fails here, naming the one to use, not in a task.
+        problem = check.problem()
+        if problem is not None:
+            raise RuntimeError(str(problem))
         jmap = jvm.java.util.HashMap()
         for k, v in self._java_options().items():
             jmap.put(k, v)
@@ -171,7 +187,10 @@ class KinesisWriter:
         Confirmed records of successful tasks only; a retried task's records count once per success.
         """
         if self._jwriter is None:
-            raise RuntimeError("metrics() needs the writer attached first: df.writeStream.foreach(writer)")
+            raise RuntimeError(
+                "metrics() needs the writer attached with df.writeStream.foreach(writer) on a classic session; "
+                "on Spark Connect or with format('kinesis'), read query.lastProgress['sink']['metrics']."
+            )
         import json
 
         return {str(k): int(v) for k, v in json.loads(str(self._jwriter.metricsJson())).items()}
@@ -190,8 +209,18 @@ class KinesisWriter:
         # Never pickle secrets into a Python worker by accident (foreach without the patch).
         raise TypeError(
             "KinesisWriter runs in the JVM and cannot be pickled: use df.writeStream.foreach(KinesisWriter(...)) "
-            "after `import spark_kinesis` (a classic, non-Connect session)."
+            "after `import spark_kinesis`, or format('kinesis') with its options()."
         )
+
+
+def _jvm_class(jvm: Any, name: str) -> Any:
+    """The py4j class `name`, or None when the JVM does not have it (py4j answers a JavaPackage then)."""
+    from py4j.java_gateway import JavaClass
+
+    node = jvm
+    for part in name.split("."):
+        node = getattr(node, part)
+    return node if isinstance(node, JavaClass) else None
 
 
 # -- DataStreamWriter.foreach ----------------------------------------------------------------------
@@ -205,12 +234,15 @@ def _classic_foreach(self: Any, f: Any) -> Any:
     return _originals[_classic_class()](self, f)
 
 
+_SINK_CLASS = "io.github.sparkkinesis.KinesisSourceProvider"
+
+
 def _connect_foreach(self: Any, f: Any) -> Any:
+    # A Connect client cannot reach the server's JVM: the same writer runs there as the `kinesis` sink, with the
+    # same options (the server needs the jars: spark.jars or --packages on the server).
     if isinstance(f, KinesisWriter):
-        raise NotImplementedError(
-            "KinesisWriter does not support Spark Connect sessions yet: the writer lives in the JVM, which a "
-            "Connect client cannot reach. Use a classic session (SparkSession.builder.master(...), not .remote(...))."
-        )
+        # By class name: on platforms whose own connector also answers to "kinesis" the short name is ambiguous.
+        return self.format(_SINK_CLASS).options(**f.options())
     return _originals[_connect_class_or_none()](self, f)
 
 

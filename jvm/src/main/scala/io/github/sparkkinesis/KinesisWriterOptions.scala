@@ -1,7 +1,7 @@
 package io.github.sparkkinesis
 
 import scala.collection.immutable.SortedMap
-import scala.jdk.CollectionConverters._
+import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** The driver's default region from its environment or profile; never EC2 metadata (slow or absent off EC2, and the
   * executors' answer may differ anyway).
@@ -192,7 +192,8 @@ object KinesisWriterOptions {
         s"Options $EndpointKey and kpl.KinesisEndpoint/kpl.KinesisPort both set the endpoint: keep only '$EndpointKey'."
       )
     region.foreach { r =>
-      if (!RegionPattern.matches(r)) throw Parse.bad(Region, r, "an AWS region name such as us-east-1")
+      if (!RegionPattern.pattern.matcher(r).matches())
+        throw Parse.bad(Region, r, "an AWS region name such as us-east-1")
     }
 
     val producer = ProducerConfig(region, endpoint, parseCredentials(str), kpl)
@@ -236,7 +237,7 @@ object KinesisWriterOptions {
     val (host, port) = hostPort.lastIndexOf(':') match {
       case -1 => (hostPort, 443)
       case i =>
-        val p = hostPort.substring(i + 1).toIntOption.filter(p => p >= 1 && p <= 65535)
+        val p = Parse.longOption(hostPort.substring(i + 1)).filter(p => p >= 1 && p <= 65535).map(_.toInt)
         (hostPort.substring(0, i), p.getOrElse(throw fail("the port is not a number in 1..65535")))
     }
     if (host.isEmpty) throw fail("the host is empty")

@@ -112,10 +112,18 @@ private[sparkkinesis] object KplSettings {
 /** Strict value parsing shared by writer and KPL options: errors name the option and the fix. */
 private[sparkkinesis] object Parse {
   def long(option: String, v: String): Long =
-    v.trim.toLongOption.getOrElse(throw bad(option, v, "a whole number"))
+    longOption(v).getOrElse(throw bad(option, v, "a whole number"))
 
   def int(option: String, v: String): Int =
-    v.trim.toIntOption.getOrElse(throw bad(option, v, "a whole number within 32-bit range"))
+    longOption(v)
+      .filter(n => n.isValidInt)
+      .map(_.toInt)
+      .getOrElse(throw bad(option, v, "a whole number within 32-bit range"))
+
+  /** `v.trim.toLongOption` (Scala 2.13 only). */
+  def longOption(v: String): Option[Long] =
+    try Some(java.lang.Long.parseLong(v.trim))
+    catch { case _: NumberFormatException => None }
 
   def bool(option: String, v: String): Boolean = v.trim.toLowerCase(java.util.Locale.ROOT) match {
     case "true"  => true

@@ -1,9 +1,9 @@
 package io.github.sparkkinesis
 
-import com.google.common.util.concurrent.ListenableFuture
+import io.github.sparkkinesis.shaded.guava.util.concurrent.ListenableFuture
 import software.amazon.kinesis.producer.{KinesisProducer, UserRecordResult}
 
-import scala.jdk.CollectionConverters._
+import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** The slice of `KinesisProducer` the writer uses; unit tests substitute a controllable fake. */
 trait ProducerClient {

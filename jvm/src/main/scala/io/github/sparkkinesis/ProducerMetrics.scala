@@ -52,11 +52,11 @@ object ProducerMetrics {
 
   /** Our name -> (KPL metric name, statistic). Means over the KPL's last minute. */
   val DaemonMetrics: Seq[(String, (String, String))] = Seq(
-    "kplUserRecordsPending" -> ("UserRecordsPending", "mean"),
-    "kplBufferingTimeMs" -> ("BufferingTime", "mean"),
-    "kplRequestTimeMs" -> ("RequestTime", "mean"),
-    "kplRetriesPerRecord" -> ("RetriesPerRecord", "mean"),
-    "kplAllErrors" -> ("AllErrors", "sum")
+    ("kplUserRecordsPending", ("UserRecordsPending", "mean")),
+    ("kplBufferingTimeMs", ("BufferingTime", "mean")),
+    ("kplRequestTimeMs", ("RequestTime", "mean")),
+    ("kplRetriesPerRecord", ("RetriesPerRecord", "mean")),
+    ("kplAllErrors", ("AllErrors", "sum"))
   )
 
   /** Every metric name a source registers (docs/metrics.md is checked against this). */

@@ -89,8 +89,8 @@ final class ProducerPool(
     (producers.values ++ retired).toSeq.foreach(close)
   }
 
-  /** Producers currently alive (test and metrics hook). */
-  def live: Seq[SharedProducer] = synchronized(producers.values.toSeq ++ retired.toSeq)
+  /** Producers currently alive (test and metrics hook); a strict copy, safe to use outside the lock. */
+  def live: Seq[SharedProducer] = synchronized(producers.values.toList ++ retired.toList)
 
   /** `kinesisProducer.<label>`, suffixed when another live producer (another config) has it. */
   private def sourceNameFor(label: String): String = {

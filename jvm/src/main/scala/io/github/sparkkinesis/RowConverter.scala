@@ -7,6 +7,7 @@ import java.util.UUID
 import java.util.concurrent.ThreadLocalRandom
 
 import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructType}
 
 /** One record for `KinesisProducer.addUserRecord`. */
@@ -16,7 +17,8 @@ final case class KinesisRecord(stream: String, partitionKey: String, explicitHas
   *
   * Columns follow Spark's Kafka sink: `data` (binary or string, required), `partitionKey` (string, unless a partitioner
   * supplies it), `explicitHashKey` (decimal string, optional), `streamName` (string, optional per-row routing). Other
-  * columns are ignored.
+  * columns are ignored. `convert` reads a `Row` (the `foreach` path), `convertInternal` an `InternalRow` (the
+  * DataSource V2 path, no conversion to `Row`); both apply the same checks.
   */
 final class RowConverter private (
     dataIndex: Int,
@@ -31,24 +33,55 @@ final class RowConverter private (
   import RowConverter._
 
   def convert(row: Row, partitionId: Long): KinesisRecord = {
-    if (row.isNullAt(dataIndex))
+    val bytes =
+      if (row.isNullAt(dataIndex)) null
+      else if (dataIsString) row.getString(dataIndex).getBytes(StandardCharsets.UTF_8)
+      else row.getAs[Array[Byte]](dataIndex)
+    record(bytes, string(row, streamNameIndex), key(row, partitionId), string(row, explicitHashKeyIndex))
+  }
+
+  def convertInternal(row: InternalRow, partitionId: Long): KinesisRecord = {
+    val bytes =
+      if (row.isNullAt(dataIndex)) null
+      else if (dataIsString) row.getUTF8String(dataIndex).getBytes // UTF-8 already: no decode and re-encode
+      else row.getBinary(dataIndex)
+    record(
+      bytes,
+      internalString(row, streamNameIndex),
+      internalKey(row, partitionId),
+      internalString(row, explicitHashKeyIndex)
+    )
+  }
+
+  private def string(row: Row, i: Int): String = if (i < 0 || row.isNullAt(i)) null else row.getString(i)
+  private def internalString(row: InternalRow, i: Int): String =
+    if (i < 0 || row.isNullAt(i)) null else row.getUTF8String(i).toString
+  private def key(row: Row, partitionId: Long): String =
+    if (partitioner.isDefined) generatedKey(partitionId) else string(row, partitionKeyIndex)
+  private def internalKey(row: InternalRow, partitionId: Long): String =
+    if (partitioner.isDefined) generatedKey(partitionId) else internalString(row, partitionKeyIndex)
+
+  private def generatedKey(partitionId: Long): String = partitioner match {
+    case Some(Partitioner.Fixed) => java.lang.Long.toString(partitionId)
+    case _ => new UUID(ThreadLocalRandom.current().nextLong(), ThreadLocalRandom.current().nextLong()).toString
+  }
+
+  /** The checks every entry point applies to a row's values (nulls mean "not set"). */
+  private def record(data: Array[Byte], streamName: String, partitionKey: String, hashKey: String): KinesisRecord = {
+    if (data == null)
       throw new IllegalArgumentException(
         s"Column '$Data' is null in a row; Kinesis records need data. Filter nulls out or coalesce them."
       )
-    val bytes =
-      if (dataIsString) row.getString(dataIndex).getBytes(StandardCharsets.UTF_8)
-      else row.getAs[Array[Byte]](dataIndex)
-    if (bytes.length > maxRecordBytes)
+    if (data.length > maxRecordBytes)
       throw new IllegalArgumentException(
-        s"Column '$Data' holds ${bytes.length} bytes, over the KPL's MaxUserRecordSize of $maxRecordBytes. " +
+        s"Column '$Data' holds ${data.length} bytes, over the KPL's MaxUserRecordSize of $maxRecordBytes. " +
           "Split the payload, or raise kpl.MaxUserRecordSize if the stream accepts larger records."
       )
-    KinesisRecord(stream(row), partitionKey(row, partitionId), explicitHashKey(row), ByteBuffer.wrap(bytes))
+    KinesisRecord(stream(streamName), checkKey(partitionKey), checkHashKey(hashKey), ByteBuffer.wrap(data))
   }
 
-  private def stream(row: Row): String = {
-    if (streamNameIndex >= 0 && !row.isNullAt(streamNameIndex)) {
-      val s = row.getString(streamNameIndex)
+  private def stream(s: String): String =
+    if (s != null) {
       if (s.trim.isEmpty)
         throw new IllegalArgumentException(
           s"Column '$StreamName' is empty in a row. Give every row a stream, or null to use stream_name."
@@ -60,29 +93,22 @@ final class RowConverter private (
           s"Column '$StreamName' is null in a row and option stream_name is not set. Set stream_name as the default."
         )
       )
+
+  private def checkKey(k: String): String = {
+    if (k == null || k.isEmpty)
+      throw new IllegalArgumentException(
+        s"Column '$PartitionKey' is ${if (k == null) "null" else "empty"} in a row; Kinesis needs 1 to 256 characters. Coalesce it, or use partitioner='random'."
+      )
+    if (k.length > MaxPartitionKeyLength)
+      throw new IllegalArgumentException(
+        s"Column '$PartitionKey' holds a key of ${k.length} characters (starting '${k.take(16)}...'); Kinesis allows 1 to $MaxPartitionKeyLength. Shorten or hash it."
+      )
+    k
   }
 
-  private def partitionKey(row: Row, partitionId: Long): String = partitioner match {
-    case Some(Partitioner.Random) =>
-      new UUID(ThreadLocalRandom.current().nextLong(), ThreadLocalRandom.current().nextLong()).toString
-    case Some(Partitioner.Fixed) => java.lang.Long.toString(partitionId)
-    case None =>
-      val k = if (row.isNullAt(partitionKeyIndex)) null else row.getString(partitionKeyIndex)
-      if (k == null || k.isEmpty)
-        throw new IllegalArgumentException(
-          s"Column '$PartitionKey' is ${if (k == null) "null" else "empty"} in a row; Kinesis needs 1 to 256 characters. Coalesce it, or use partitioner='random'."
-        )
-      if (k.length > MaxPartitionKeyLength)
-        throw new IllegalArgumentException(
-          s"Column '$PartitionKey' holds a key of ${k.length} characters (starting '${k.take(16)}...'); Kinesis allows 1 to $MaxPartitionKeyLength. Shorten or hash it."
-        )
-      k
-  }
-
-  private def explicitHashKey(row: Row): String =
-    if (explicitHashKeyIndex < 0 || row.isNullAt(explicitHashKeyIndex)) null
+  private def checkHashKey(h: String): String =
+    if (h == null) null
     else {
-      val h = row.getString(explicitHashKeyIndex)
       val valid =
         h.nonEmpty && h.length <= 39 && h.forall(Character.isDigit) && new BigInteger(h).compareTo(MaxHashKey) <= 0
       if (!valid)

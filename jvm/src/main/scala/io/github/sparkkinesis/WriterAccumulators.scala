@@ -16,19 +16,16 @@ final class WriterAccumulators private (
     val backpressureWaitMs: LongAccumulator
 ) extends Serializable {
 
-  private[sparkkinesis] def add(s: WriterState): Unit = {
-    recordsSent.add(s.sent.sum)
-    recordsFailed.add(s.failedCount.sum)
-    bytesSent.add(s.bytesSent.sum)
-    backpressureCycles.add(s.cycles)
-    backpressureWaitMs.add(s.blockedNanos / 1000000L)
-  }
+  private[sparkkinesis] def add(s: WriterState): Unit =
+    all.zip(WriterAccumulators.values(s)).foreach { case (a, v) => a.add(v) }
 
   /** In the order of [[WriterAccumulators.Names]]. */
   private def all = Seq(recordsSent, recordsFailed, bytesSent, backpressureCycles, backpressureWaitMs)
 
-  def json: String =
-    WriterAccumulators.Names.zip(all).map { case (k, a) => s""""$k": ${a.sum}""" }.mkString("{", ", ", "}")
+  /** The totals of every finished task so far, by name. */
+  def totals: Seq[(String, Long)] = WriterAccumulators.Names.zip(all.map(_.sum))
+
+  def json: String = totals.map { case (k, v) => s""""$k": $v""" }.mkString("{", ", ", "}")
 }
 
 object WriterAccumulators {
@@ -36,6 +33,10 @@ object WriterAccumulators {
   /** The accumulators' names, in constructor order (`kinesis.<label>.<name>`; docs/metrics.md is checked against it).
     */
   val Names: Seq[String] = Seq("recordsSent", "recordsFailed", "bytesSent", "backpressureCycles", "backpressureWaitMs")
+
+  /** One task's counts, in the order of [[Names]] (what it adds to the accumulators and reports as DSv2 metrics). */
+  private[sparkkinesis] def values(s: WriterState): Seq[Long] =
+    Seq(s.sent.sum, s.failedCount.sum, s.bytesSent.sum, s.cycles, s.blockedNanos / 1000000L)
 
   /** Registers the accumulators `kinesis.<label>.<name>` with the driver's SparkContext, if any. py4j calls arrive on a
     * gateway thread, where the thread-local active session may be unset.

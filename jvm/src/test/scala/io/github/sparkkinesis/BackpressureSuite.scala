@@ -12,7 +12,7 @@ class BackpressureSuite extends AnyFunSuite {
     val deadline = System.nanoTime() + timeoutMs * 1000000L
     while (!cond) {
       assert(System.nanoTime() < deadline, s"condition not met within $timeoutMs ms")
-      Thread.onSpinWait()
+      Thread.`yield`()
     }
   }
 
@@ -99,7 +99,7 @@ class BackpressureSuite extends AnyFunSuite {
             records.decrementAndGet()
             bytes.addAndGet(-n.toLong)
             done += 1
-          } else Thread.onSpinWait()
+          } else Thread.`yield`()
         }
       })
     }

@@ -2,10 +2,10 @@ package io.github.sparkkinesis
 
 import java.util.concurrent.ConcurrentLinkedQueue
 
-import com.google.common.util.concurrent.{ListenableFuture, SettableFuture}
+import io.github.sparkkinesis.shaded.guava.util.concurrent.{ListenableFuture, SettableFuture}
 import software.amazon.kinesis.producer.{Attempt, UserRecordFailedException, UserRecordResult}
 
-import scala.jdk.CollectionConverters._
+import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** A controllable stand-in for the KPL: puts stay outstanding until the test completes them. */
 final class FakeProducer extends ProducerClient {

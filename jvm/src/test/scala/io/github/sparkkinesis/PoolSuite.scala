@@ -30,7 +30,7 @@ class PoolSuite extends AnyFunSuite {
     assert(f.pool.live.isEmpty)
     val again = f.pool.acquire(cfgA, "s", 1000)
     assert(again ne p, "a closed producer is never handed out again")
-    f.nowMs = 1_000_000
+    f.nowMs = 1000000L
     f.pool.evictIdle()
     assert(!f.last.destroyed, "in use: never evicted")
   }

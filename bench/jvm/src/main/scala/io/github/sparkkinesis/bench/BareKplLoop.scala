@@ -6,7 +6,7 @@ import java.nio.file.{Files, Paths}
 import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import com.google.common.util.concurrent.{FutureCallback, Futures, MoreExecutors}
+import io.github.sparkkinesis.shaded.guava.util.concurrent.{FutureCallback, Futures, MoreExecutors}
 import io.github.sparkkinesis.{KinesisWriterOptions, KplProducerClient, WriterState}
 import software.amazon.kinesis.producer.{KinesisProducer, UserRecordResult}
 

@@ -1,8 +1,10 @@
-"""CPU and memory of process trees from /proc (Linux): what the benchmarks charge to each side."""
+"""Process trees from /proc (Linux): find and kill members (fault tests, soak), and what each one
+costs in CPU and memory (benchmarks, soak)."""
 
 from __future__ import annotations
 
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +50,27 @@ def tree(root: int) -> dict[int, Proc]:
     return out
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def find(root: int, needle: str) -> list[int]:
+    """Live descendants of ``root`` (not ``root`` itself) whose command line contains ``needle``."""
+    return [pid for pid in tree(root) if pid != root and needle in _cmdline(pid)]
+
+
+def kill(pids: list[int]) -> None:
+    """SIGKILL each of ``pids``; ones already gone are skipped."""
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def kind(p: Proc, root: int) -> str:
     if p.pid == root:
         return "jvm"
@@ -73,6 +96,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def rss_bytes(pid: int) -> int:
+    """Resident set size of ``pid`` (0 once it is gone)."""
     try:
         return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
     except OSError:
@@ -80,4 +104,5 @@ def rss_bytes(pid: int) -> int:
 
 
 def kpl_daemons(root: int) -> list[int]:
+    """The KPL daemons (``kinesis_producer``) under ``root``."""
     return [p.pid for p in tree(root).values() if p.comm.startswith(KPL_COMM)]

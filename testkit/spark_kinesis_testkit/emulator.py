@@ -53,9 +53,9 @@ def find_kinesis_mock() -> Path:
     """Locate kinesis-mock's ``main.js``: ``$KINESIS_MOCK_MAIN``, else the repo's pinned install."""
     env = os.environ.get("KINESIS_MOCK_MAIN")
     candidates = [Path(env)] if env else []
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidates.append(parent / "tools" / "emulator" / "node_modules" / "kinesis-local" / "main.js")
+    # testkit/spark_kinesis_testkit/emulator.py: the repo root is two levels up (editable install).
+    root = Path(__file__).resolve().parents[2]
+    candidates.append(root / "tools" / "emulator" / "node_modules" / "kinesis-local" / "main.js")
     for c in candidates:
         if c.is_file():
             return c
@@ -220,13 +220,13 @@ def create_stream(client: Any, name: str, shards: int, timeout_s: float = 30.0) 
 
 
 def loopback_session_builder(
-    master: str = "local[2]", app_name: str = "spark-kinesis", jar: str | None = None, metrics_dir: str | None = None
+    master: str = "local[2]", app_name: str = "spark-kinesis", jars: str | None = None, metrics_dir: str | None = None
 ) -> Any:
     """A ``SparkSession.builder`` for tests, demos and benchmarks: loopback only, no UI, the writer's
-    jar (``jar``, else the bundled one) and optionally a CsvSink writing every second to ``metrics_dir``.
+    jars (``jars``, comma-separated, else the bundled ones for the installed pyspark) and optionally a
+    CsvSink writing every second to ``metrics_dir``.
     """
     from pyspark.sql import SparkSession
-
     from spark_kinesis._jar import configure
 
     conf = {
@@ -251,7 +251,7 @@ def loopback_session_builder(
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.config("spark.jars", jar) if jar else configure(builder)
+    return builder.config("spark.jars", jars) if jars else configure(builder)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,80 @@
+package io.github.sparkkinesis
+
+import java.util
+
+import org.apache.spark.sql.connector.catalog.{SupportsWrite, Table, TableCapability}
+import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
+import org.apache.spark.sql.connector.write.{LogicalWriteInfo, SupportsTruncate, Write, WriteBuilder}
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+import io.github.sparkkinesis.compat.CollectionConverters._
+
+/** The `kinesis` sink behind [[KinesisSourceProvider]] (Java, for the reason it gives): its table and options. */
+private[sparkkinesis] object KinesisSink {
+
+  /** The table for one query's sink options (the writer options are parsed here, in `start()` or `save()`). */
+  def table(properties: util.Map[String, String]): Table = new KinesisTable(writerOptions(properties))
+
+  /** Keys Spark itself puts in a sink's options: `checkpointLocation` set with `.option`, `path` with `save(path)`,
+    * `queryName` from a Spark Connect client.
+    */
+  private val SparkOwned = Set("path", "checkpointlocation", "queryname")
+
+  /** The writer options among a sink's options, with their keys as the user wrote them: Spark's case-insensitive map
+    * keeps the original case in `asCaseSensitiveMap`, and KPL settings need it (`kpl.RecordTtl`).
+    */
+  def writerOptions(properties: util.Map[String, String]): Map[String, String] = {
+    val original = properties match {
+      case m: CaseInsensitiveStringMap => m.asCaseSensitiveMap().asScala
+      case m                           => m.asScala
+    }
+    original.toMap.filter { case (k, _) => !SparkOwned.contains(k.toLowerCase(java.util.Locale.ROOT)) }
+  }
+
+  /** Batch Overwrite reaches the sink (as a truncate); ErrorIfExists (the default) and Ignore are refused by Spark
+    * itself for a DataSource V2 table, with a message that names Append.
+    */
+  def unsupportedMode(mode: String): IllegalArgumentException = new IllegalArgumentException(
+    s"format('kinesis') writes with mode('append') only; got mode('$mode'). " +
+      "Kinesis streams are append-only: records cannot be overwritten."
+  )
+}
+
+/** The sink as a table: any schema (checked by the writer, as Spark's Kafka sink does), streaming and batch appends. */
+private[sparkkinesis] final class KinesisTable(options: Map[String, String])
+    extends Table
+    with SupportsWrite
+    with ReportsSinkMetrics {
+  // Parsed when the query starts (start() or save()): an option mistake fails there, before any task.
+  private val parsed = KinesisWriterOptions.parse(options)
+  // One set per query: the streaming engine builds a new Write for every micro-batch.
+  private lazy val accumulators: Option[WriterAccumulators] = WriterAccumulators.register(parsed.label)
+
+  override def name(): String = s"kinesis:${parsed.label}"
+  override def schema(): StructType = new StructType()
+  override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(
+    TableCapability.BATCH_WRITE,
+    TableCapability.STREAMING_WRITE,
+    TableCapability.ACCEPT_ANY_SCHEMA,
+    TableCapability.TRUNCATE
+  )
+
+  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = new WriteBuilder with SupportsTruncate {
+    private var truncated = false
+
+    /** Streaming Complete mode asks for this; each epoch's rows are appended, as Spark's Kafka sink does. */
+    override def truncate(): WriteBuilder = { truncated = true; this }
+
+    override def build(): Write = {
+      new KinesisWrite(KinesisWriter.prepare(parsed, info.schema(), accumulators), truncated)
+    }
+  }
+
+  /** The query's totals so far (`lastProgress["sink"]["metrics"]`), from the driver's accumulators. */
+  override def metrics(): util.Map[String, String] =
+    accumulators.map(_.totals.map { case (k, v) => k -> v.toString }.toMap).getOrElse(Map.empty[String, String]).asJava
+
+  /** The sink description in progress and plans: never a secret. */
+  override def toString: String = name()
+}

@@ -1,0 +1,273 @@
+package io.github.sparkkinesis
+
+import java.util.concurrent.{CancellationException, ExecutionException, TimeUnit}
+import java.util.concurrent.atomic.{AtomicLong, AtomicReference, LongAdder}
+
+import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableFuture, MoreExecutors}
+import org.slf4j.LoggerFactory
+import software.amazon.kinesis.producer.{
+  Attempt,
+  DaemonException,
+  FutureTimedOutException,
+  UserRecordFailedException,
+  UserRecordResult
+}
+
+import io.github.sparkkinesis.compat.CollectionConverters._
+
+/** A record write failed after the KPL's retries (or the daemon died). The message names the cause. */
+final class KinesisWriteException(message: String, cause: Throwable) extends RuntimeException(message, cause)
+
+/** One task's writes, whatever the entry point (`foreach`, or the `kinesis` DataSource V2 sink for streaming and
+  * batch): each adapter turns its rows into [[KinesisRecord]]s and drives this core.
+  *
+  *   - `write`: rethrow the first async failure, reserve room under `queue_limit`/`max_outstanding_bytes` (blocking
+  *     while there is none), put, and count the completion in a callback.
+  *   - `commit`: check → flush → wait until every record of this task is confirmed → check. Only then may the epoch (or
+  *     the batch task) commit, so a query restarted from its checkpoint loses nothing (at-least-once).
+  *   - `close`: add the task's totals to the accumulators, log one line, give the producer back. Always called, once.
+  *
+  * Built on the executor by the adapter, from options parsed once on the driver.
+  */
+private[sparkkinesis] final class KinesisTaskWriter(
+    options: KinesisWriterOptions,
+    pool: ProducerPool,
+    accumulators: Option[WriterAccumulators],
+    val partitionId: Long,
+    epochId: Long
+) {
+  private val producer: SharedProducer = pool.acquire(options.producer, options.label, options.producerIdleTimeoutMs)
+  private[sparkkinesis] val state = new WriterState(options, producer)
+  private var closed = false
+
+  /** Replaced only by the hot-path benchmark, to measure the writer without its limit check. */
+  private[sparkkinesis] var limiter: QueueLimiter = {
+    val m = producer.metrics
+    val s = state
+    new QueueLimiter(
+      QueueLimiter.reserve(options.queueLimit, options.maxOutstandingBytes, m.inFlightRecords, m.outstandingBytes),
+      producer.latch,
+      () => { m.backpressureCycles.inc(); s.cycles += 1 }
+    )
+  }
+
+  def write(record: KinesisRecord): Unit = {
+    val s = state
+    s.check()
+    val bytes = record.data.remaining()
+    // Reserves the record and its bytes (released by its completion, or below if the put throws).
+    val blocked =
+      limiter.await(bytes, () => s.check(), waitedMs => KinesisTaskWriter.warnBlocked(options, waitedMs))
+    if (blocked > 0) s.blocked(blocked)
+    val start = s.latencyStart()
+    val future =
+      try producer.client.put(record)
+      catch {
+        case e: Throwable =>
+          s.release(bytes)
+          e match {
+            case d: DaemonException =>
+              producer.markBroken()
+              throw new KinesisWriteException(
+                s"The KPL daemon is not running (${d.getMessage}); the task fails and its retry gets a fresh producer.",
+                d
+              )
+            case _ => throw e
+          }
+      }
+    s.pending.incrementAndGet()
+    s.pendingBytes.addAndGet(bytes.toLong)
+    future.addListener(new RecordCallback(future, s, bytes, start), MoreExecutors.directExecutor())
+  }
+
+  /** Returns once every record this task wrote is confirmed; throws the first failure otherwise. */
+  def commit(): Unit = {
+    state.check()
+    producer.client.flush()
+    state.awaitDrained(options.flushTimeoutMs)
+    state.check()
+  }
+
+  /** Ends the task: totals to the accumulators (committed or not, as today's metrics count confirmed records), one INFO
+    * line, the producer back to the pool. Idempotent.
+    */
+  def close(committed: Boolean): Unit = if (!closed) {
+    closed = true
+    try {
+      accumulators.foreach(_.add(state))
+      KinesisTaskWriter.log.info(state.summary(partitionId, epochId, committed))
+    } finally pool.release(producer)
+  }
+}
+
+private[sparkkinesis] object KinesisTaskWriter {
+  val log = LoggerFactory.getLogger(classOf[KinesisTaskWriter])
+
+  private def warnBlocked(options: KinesisWriterOptions, waitedMs: Long): Unit =
+    RateLimitedLog.warn(
+      log,
+      "blocked",
+      s"KinesisWriter blocked ${waitedMs} ms on queue_limit=${options.queueLimit} / " +
+        s"max_outstanding_bytes=${options.maxOutstandingBytes}: Kinesis accepts records slower " +
+        "than this query produces them (add shards, or expect this rate). Logged at most every 30 s."
+    )
+}
+
+/** Completion of one record: runs on the KPL's callback thread (replaces Guava's per-record `addCallback` wrapper, so
+  * it costs no extra allocation).
+  */
+private[sparkkinesis] final class RecordCallback(
+    future: ListenableFuture[UserRecordResult],
+    state: WriterState,
+    bytes: Int,
+    startNanos: Long
+) extends Runnable {
+  def run(): Unit =
+    try state.succeeded(Futures.getDone(future), bytes, startNanos)
+    catch {
+      case e: ExecutionException    => state.failed(e.getCause, bytes)
+      case e: CancellationException => state.failed(e, bytes)
+    }
+}
+
+/** Per-task bookkeeping: pending records, first error, and the task's totals. */
+private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, producer: SharedProducer) {
+  import KinesisTaskWriter.log
+
+  private val metrics = producer.metrics
+  private val latch = producer.latch
+  val pending = new AtomicLong()
+  val pendingBytes = new AtomicLong()
+  val sent = new LongAdder()
+  val failedCount = new LongAdder()
+  val bytesSent = new LongAdder()
+  private val firstError = new AtomicReference[Throwable]()
+  // Task-thread only:
+  var cycles = 0L
+  var blockedNanos = 0L
+  private var puts = 0L
+
+  /** A start time for 1 in LatencySampleEvery records (0 = not sampled): `nanoTime` is not free. */
+  def latencyStart(): Long = {
+    puts += 1
+    if (puts % ProducerMetrics.LatencySampleEvery == 1) System.nanoTime() else 0L
+  }
+
+  def blocked(nanos: Long): Unit = {
+    blockedNanos += nanos
+    metrics.backpressureWaitTime.update(nanos, TimeUnit.NANOSECONDS)
+  }
+
+  def succeeded(result: UserRecordResult, bytes: Int, startNanos: Long): Unit = {
+    metrics.recordsSent.inc()
+    metrics.bytesSent.inc(bytes.toLong)
+    sent.increment()
+    bytesSent.add(bytes.toLong)
+    val attempts = result.getAttempts.size
+    if (attempts > 1) metrics.retries.inc(attempts - 1L)
+    if (startNanos != 0L) metrics.putLatency.update((System.nanoTime() - startNanos) / 1000000L)
+    done(bytes)
+  }
+
+  def failed(t: Throwable, bytes: Int): Unit = {
+    metrics.recordsFailed.inc()
+    failedCount.increment()
+    t match {
+      case e: UserRecordFailedException =>
+        if (e.getResult != null) metrics.retries.inc(math.max(0, e.getResult.getAttempts.size - 1).toLong)
+      case _: FutureTimedOutException =>
+      case _                          =>
+        // Anything else means the daemon failed (the KPL fails every pending record, then restarts
+        // its child in place): retire this producer so retried tasks get a fresh one.
+        producer.markBroken()
+    }
+    val described = WriterState.describe(options, t)
+    if (options.failOnError) firstError.compareAndSet(null, described)
+    else
+      RateLimitedLog.warn(
+        log,
+        "record-failed",
+        s"${described.getMessage} (fail_on_error=false: the record is dropped and counted; ${failedCount.sum} so far in this task)"
+      )
+    done(bytes)
+  }
+
+  private def done(bytes: Int): Unit = {
+    release(bytes)
+    pendingBytes.addAndGet(-bytes.toLong)
+    pending.decrementAndGet()
+    latch.trigger()
+  }
+
+  /** Gives back the room a record reserved under the limits. */
+  def release(bytes: Int): Unit = {
+    metrics.inFlightRecords.decrementAndGet()
+    metrics.outstandingBytes.addAndGet(-bytes.toLong)
+  }
+
+  /** Rethrows the first async failure (fail_on_error), wrapped so the stack shows the caller. */
+  def check(): Unit = {
+    val e = firstError.get
+    if (e != null) throw new KinesisWriteException(e.getMessage, e)
+  }
+
+  /** Waits until every record this task put has completed; fails with the count still pending. */
+  def awaitDrained(timeoutMs: Long): Unit = {
+    val deadline = System.nanoTime() + timeoutMs * 1000000L
+    while (pending.get > 0) {
+      check()
+      if (System.nanoTime() > deadline)
+        throw new KinesisWriteException(
+          s"${pending.get} records to ${options.streamName.getOrElse("per-row streams")} were still unconfirmed after " +
+            s"flush_timeout_ms=$timeoutMs; failing the task so the epoch is retried. Raise flush_timeout_ms or check the endpoint.",
+          null
+        )
+      latch.await(QueueLimiter.StepMs)
+    }
+  }
+
+  def summary(partitionId: Long, epochId: Long, committed: Boolean): String =
+    s"KinesisWriter ${if (committed) "committed" else "aborted"} partition=$partitionId epoch=$epochId " +
+      s"stream=${options.label} sent=${sent.sum} failed=${failedCount.sum} bytes=${bytesSent.sum} " +
+      s"pending=${pending.get} backpressureCycles=$cycles blockedMs=${blockedNanos / 1000000L} " +
+      s"(producer ${producer.sourceName})"
+}
+
+private[sparkkinesis] object WriterState {
+
+  /** "ResourceNotFoundException x3 (Stream s not found), then Expired (Record has reached expiration)": the distinct
+    * causes in order, since the last one alone ("Expired") rarely explains anything.
+    */
+  def summarize(attempts: Seq[Attempt]): String =
+    if (attempts.isEmpty) "no attempt details"
+    else {
+      val runs = attempts.foldLeft(List.empty[(String, String, Int)]) { (acc, a) =>
+        val code = Option(a.getErrorCode).filter(_.nonEmpty).getOrElse("UnknownError")
+        acc match {
+          case (c, m, n) :: rest if c == code => (c, m, n + 1) :: rest
+          case _                              => (code, Option(a.getErrorMessage).getOrElse(""), 1) :: acc
+        }
+      }
+      runs.reverse
+        .map { case (c, m, n) => s"$c${if (n > 1) s" x$n" else ""}${if (m.nonEmpty) s" (${m.take(200)})" else ""}" }
+        .mkString(", then ")
+    }
+
+  def describe(options: KinesisWriterOptions, t: Throwable): Throwable = {
+    val where =
+      s"stream ${options.streamName.getOrElse("<per-row>")} at ${options.producer.endpoint.getOrElse("the region's endpoint")}"
+    t match {
+      case e: UserRecordFailedException =>
+        val attempts = Option(e.getResult).map(_.getAttempts.asScala.toSeq).getOrElse(Nil)
+        new KinesisWriteException(
+          s"Kinesis did not accept a record for $where after ${attempts.size} attempts: ${summarize(attempts)}",
+          e
+        )
+      case other =>
+        new KinesisWriteException(
+          s"Writing a record to $where failed: ${other.getClass.getSimpleName}: ${other.getMessage}",
+          other
+        )
+    }
+  }
+}

@@ -1,0 +1,126 @@
+package io.github.sparkkinesis
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
+import org.apache.spark.sql.connector.write.{
+  BatchWrite,
+  DataWriter,
+  DataWriterFactory,
+  PhysicalWriteInfo,
+  Write,
+  WriterCommitMessage
+}
+import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
+
+/** The logical write of the `kinesis` sink: options and schema checked, ready for a batch or a streaming query. */
+private[sparkkinesis] final class KinesisWrite(prepared: KinesisWriter.Prepared, truncate: Boolean) extends Write {
+  override def description(): String = s"Kinesis(${prepared.options.label}, queueLimit=${prepared.options.queueLimit})"
+
+  override def toBatch: BatchWrite = {
+    if (truncate) throw KinesisSink.unsupportedMode("overwrite")
+    new KinesisBatchWrite(prepared)
+  }
+
+  override def toStreaming: StreamingWrite = new KinesisStreamingWrite(prepared)
+
+  override def supportedCustomMetrics(): Array[CustomMetric] = KinesisSinkMetric.all.toArray
+}
+
+/** Commits need no coordination: every task's records are confirmed before its commit returns, and Kinesis has nothing
+  * to finalise. An aborted epoch or job leaves what its tasks wrote (at-least-once, as the `foreach` path).
+  */
+private[sparkkinesis] final class KinesisBatchWrite(prepared: KinesisWriter.Prepared) extends BatchWrite {
+  override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = new KinesisDataWriterFactory(
+    prepared
+  )
+  override def useCommitCoordinator(): Boolean = false
+  override def commit(messages: Array[WriterCommitMessage]): Unit = ()
+  override def abort(messages: Array[WriterCommitMessage]): Unit = ()
+}
+
+private[sparkkinesis] final class KinesisStreamingWrite(prepared: KinesisWriter.Prepared) extends StreamingWrite {
+  override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
+    new KinesisDataWriterFactory(prepared)
+  override def useCommitCoordinator(): Boolean = false
+  override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
+  override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
+}
+
+/** Serialized to the executors: the parsed options and the row layout, nothing per task. */
+private[sparkkinesis] final class KinesisDataWriterFactory(prepared: KinesisWriter.Prepared)
+    extends DataWriterFactory
+    with StreamingDataWriterFactory {
+  override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
+    createWriter(partitionId, taskId, -1L)
+
+  override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
+    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId)
+}
+
+/** The DataSource V2 adapter over [[KinesisTaskWriter]]: `commit` returns once every record of the task is confirmed,
+  * `abort` gives the producer back without waiting, `close` after either is a no-op.
+  */
+private[sparkkinesis] final class KinesisDataWriter(
+    prepared: KinesisWriter.Prepared,
+    pool: ProducerPool,
+    partitionId: Int,
+    epochId: Long
+) extends DataWriter[InternalRow] {
+  private val task = new KinesisTaskWriter(prepared.options, pool, prepared.accumulators, partitionId, epochId)
+  private val converter = prepared.converter
+
+  override def write(row: InternalRow): Unit = task.write(converter.convertInternal(row, partitionId.toLong))
+
+  override def commit(): WriterCommitMessage = {
+    try task.commit()
+    catch { case e: Throwable => task.close(committed = false); throw e }
+    task.close(committed = true)
+    KinesisCommitMessage
+  }
+
+  override def abort(): Unit = task.close(committed = false)
+
+  override def close(): Unit = task.close(committed = false)
+
+  /** Spark reads these last just before `commit`, and keeps them only if the task commits; a committed task has every
+    * record it wrote confirmed, so records still pending here count as sent (with fail_on_error=false, one that then
+    * fails is counted in both; the accumulators and progress metrics count it exactly).
+    */
+  override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisSinkMetric.values(task.state)
+}
+
+private[sparkkinesis] case object KinesisCommitMessage extends WriterCommitMessage
+
+/** The sink's totals as DataSource V2 custom metrics (the SQL tab of the Spark UI): each task reports its own counts,
+  * Spark sums them. Names and meaning are those of the accumulators ([[WriterAccumulators.Names]]).
+  */
+private[sparkkinesis] final class KinesisSinkMetric(metricName: String) extends CustomSumMetric {
+  def this() = this("") // Spark instantiates metric classes by reflection on the driver; it needs a no-arg constructor
+  override def name(): String = metricName
+  override def description(): String = KinesisSinkMetric.descriptions.getOrElse(metricName, metricName)
+}
+
+private[sparkkinesis] object KinesisSinkMetric {
+  val descriptions: Map[String, String] = Map(
+    "recordsSent" -> "Kinesis records confirmed",
+    "recordsFailed" -> "Kinesis records failed",
+    "bytesSent" -> "Kinesis payload bytes confirmed",
+    "backpressureCycles" -> "Kinesis backpressure wait steps",
+    "backpressureWaitMs" -> "Kinesis backpressure wait (ms)"
+  )
+
+  def all: Seq[CustomMetric] = WriterAccumulators.Names.map(n => new KinesisSinkMetric(n))
+
+  def values(s: WriterState): Array[CustomTaskMetric] = {
+    val pending = Seq(s.pending.get, 0L, s.pendingBytes.get, 0L, 0L)
+    WriterAccumulators.Names
+      .zip(WriterAccumulators.values(s).zip(pending).map { case (a, b) => a + b })
+      .map { case (n, v) =>
+        new CustomTaskMetric {
+          override def name(): String = n
+          override def value(): Long = v
+        }
+      }
+      .toArray
+  }
+}

@@ -1,0 +1,98 @@
+"""Spark lines: which jar a Spark needs, and the driver-side error for a jar built for another line.
+
+The pure functions run anywhere; the probes start a real session (on the leg's pyspark) with the KPL
+bundle and a line jar that does not match it, and expect the error to name the running Spark and Scala
+and the artifact to use instead, before any query starts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spark_kinesis
+from spark_kinesis._jar import LINES, coordinates, installed_spark, maven_version
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_maven_version_follows_pep440_dev_releases() -> None:
+    assert maven_version("0.1.0.dev0") == "0.1.0-SNAPSHOT"
+    assert maven_version("0.1.0.dev12") == "0.1.0-SNAPSHOT"
+    assert maven_version("1.2.3") == "1.2.3"
+
+
+@pytest.mark.parametrize(
+    ("spark", "scala", "artifact"),
+    [
+        ("3.5.0", None, "spark-kinesis-3.5_2.12"),
+        ("3.5.9", "2.13", "spark-kinesis-3.5_2.13"),
+        ("4.0.1", None, "spark-kinesis-4_2.13"),
+        ("4.3.0", "2.13", "spark-kinesis-4_2.13"),
+        ("3.5.6-amzn-2", None, "spark-kinesis-3.5_2.12"),
+    ],
+)
+def test_coordinates_name_the_line_and_scala(spark: str, scala: str | None, artifact: str) -> None:
+    assert coordinates(spark, scala) == f"io.github.spark-kinesis:{artifact}:{maven_version()}"
+
+
+@pytest.mark.parametrize(("spark", "scala"), [("3.4.1", None), ("3.3.0", "2.12"), ("5.0.0", None), ("4.0.0", "2.12")])
+def test_unsupported_spark_gets_a_clear_error(spark: str, scala: str | None) -> None:
+    with pytest.raises(RuntimeError, match=rf"Spark {spark}.*(supports Spark 3\.5|Scala 2\.13)") as info:
+        coordinates(spark, scala)
+    assert "spark-kinesis-" in str(info.value) or "Scala 2.13" in str(info.value)
+
+
+def test_helper_prints_every_lines_coordinates() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "spark_kinesis"], check=True, capture_output=True, text=True, timeout=60
+    ).stdout
+    for line, scalas in LINES.items():
+        for scala in scalas:
+            assert coordinates(line + ".0", scala) in out
+    spark, scala = installed_spark()
+    assert f"Installed pyspark runs Spark {spark} (Scala {scala})" in out
+
+
+def _wrong_classpaths() -> list[tuple[str, list[str]]]:
+    """(case id, jar names) for every way the installed Spark can get the wrong line jar."""
+    spark, scala = installed_spark()
+    mvn = maven_version()
+    bundle = f"spark-kinesis-kpl-{mvn}.jar"
+    right = coordinates(spark, scala).split(":")[1]
+    others = [
+        f"spark-kinesis-{ln}_{sc}" for ln, scs in LINES.items() for sc in scs if f"spark-kinesis-{ln}_{sc}" != right
+    ]
+    cases = [(other, [bundle, f"{other}-{mvn}.jar"]) for other in others]
+    cases.append(("two-line-jars", [bundle, f"{right}-{mvn}.jar", f"{others[0]}-{mvn}.jar"]))
+    return cases
+
+
+@pytest.mark.e2e
+@pytest.mark.every_line
+@pytest.mark.parametrize(("case", "jars"), _wrong_classpaths(), ids=[c for c, _ in _wrong_classpaths()])
+def test_a_jar_for_another_line_fails_on_the_driver_naming_the_fix(case: str, jars: list[str]) -> None:
+    bundled = Path(spark_kinesis.__file__).parent / "jars"
+    spark, scala = installed_spark()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "line_probe.py"), ",".join(str(bundled / j) for j in jars)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("LINE_PROBE ")]
+    assert proc.returncode == 0 and lines, f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    result = json.loads(lines[-1][len("LINE_PROBE ") :])
+    assert result["error"] == "RuntimeError", result
+    message = result["message"]
+    assert f"runs Spark {spark} with Scala {scala}" in message, message
+    want = coordinates(spark, scala)
+    if case == "two-line-jars":
+        assert "More than one spark-kinesis Spark-line jar" in message and f"Keep only {want}" in message, message
+    else:
+        # Names the jar it found and the one to use instead.
+        assert f":{case}:" in message and f"Use {want} instead" in message, message
+        assert "NoClassDefFoundError" not in message and "NoSuchMethodError" not in message
