@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -60,15 +61,7 @@ def _installed_coordinates() -> str:
 
 @pytest.mark.install
 @pytest.mark.every_line
-def test_wheel_in_a_fresh_venv_uses_its_own_jar(kinesis, stream, tmp_path):
-    dist = tmp_path / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT / "python")],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    wheel = next(dist.glob("spark_kinesis-*.whl"))
+def test_wheel_in_a_fresh_venv_uses_its_own_jar(kinesis, stream, tmp_path, wheel):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
@@ -154,10 +147,12 @@ def test_spark_submit_packages_resolves_thin_jar_and_kpl(kinesis, stream, tmp_pa
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel built from python/ (with the jars `make jar` bundled)."""
-    dist = tmp_path_factory.mktemp("dist")
+    """The wheel built from a copy of python/ (with the jars `make jar` bundled): no build/ leftovers, and the
+    two legs of `make test` never build in the same folder at once."""
+    dist, src = tmp_path_factory.mktemp("dist"), tmp_path_factory.mktemp("src") / "python"
+    shutil.copytree(ROOT / "python", src, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT / "python")],
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(src)],
         check=True,
         capture_output=True,
         timeout=600,
@@ -202,11 +197,10 @@ def test_wheel_ships_only_the_library(wheel: Path) -> None:
         names = [n for n in whl.namelist() if ".dist-info/" not in n]
     source = ROOT / "python"
     library = sorted(p.relative_to(source).as_posix() for p in (source / "spark_kinesis").rglob("*.py"))
-    hint = "(a stale python/build/? `make clean`)"
-    assert sorted(n for n in names if n.endswith(".py")) == library, hint
+    assert sorted(n for n in names if n.endswith(".py")) == library
     assert {f"spark_kinesis/{m}.py" for m in ("__init__", "_jar", "_version", "writer")} <= set(library)
     harness = [n for n in names if re.search(r"testing|faults|testkit", n)]
-    assert harness == [], f"test harness in the wheel: {harness} {hint}"
+    assert harness == [], f"test harness in the wheel: {harness}"
     data = re.compile(r"spark_kinesis/(py\.typed|jars/[^/]+\.jar|jars/NOTICE)")
     other = [n for n in names if not n.endswith(".py") and not data.fullmatch(n)]
     assert other == [], other

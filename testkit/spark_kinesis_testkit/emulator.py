@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -248,6 +249,9 @@ def loopback_session_builder(
                 sink + "directory": metrics_dir,
             }
         )
+    # Python workers run this interpreter, with its packages (pyspark 4 runs UDFs over Arrow when the driver has
+    # pyarrow). pyspark reads the variable when the session's context starts.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
