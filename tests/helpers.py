@@ -34,6 +34,11 @@ def session_jars() -> str:
     return ",".join(jars)
 
 
+def probe_env() -> dict[str, str]:
+    """This process's environment for a probe process that starts its own Spark: no PYSPARK_*/SPARK_* settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
+
+
 def payload(i: int) -> bytes:
     """Unique, non-UTF-8, variable-length bytes that start with the id."""
     digest = hashlib.sha256(str(i).encode()).digest()

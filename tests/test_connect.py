@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import ENTRIES, account, payload, rows_for, session_jars, write_input
+from helpers import ENTRIES, account, payload, probe_env, rows_for, session_jars, write_input
 from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def run_probe(cfg: dict) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
+    env = probe_env()
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "connect_probe.py"), json.dumps(cfg)],
         capture_output=True,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from helpers import account, entries, rows_for, session_jars, write_input
+from helpers import account, entries, probe_env, rows_for, session_jars, write_input
 from spark_kinesis_testkit.emulator import read_stream
 from spark_kinesis_testkit.procs import find, kill, kpl_daemons
 
@@ -32,7 +32,7 @@ class Probe:
     """One fault_probe.py process; `on_line` sees every stdout line as it arrives."""
 
     def __init__(self, cfg: dict[str, Any]) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
+        env = probe_env()
         env["PYTHONPATH"] = str(ROOT / "python")
         self.proc = subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "fault_probe.py"), json.dumps(cfg)],

@@ -4,7 +4,6 @@ driver-side totals (accumulators, `writer.metrics()`) add up to what was read ba
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import account, payload, rows_for, run_available_now, session_jars, wait_for, write_input
+from helpers import account, payload, probe_env, rows_for, run_available_now, session_jars, wait_for, write_input
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
 
@@ -98,7 +97,7 @@ def test_local_cluster_executors_report_and_totals_add_up(kinesis, stream, tmp_p
         "jars": session_jars(),
         "metrics_dir": str(metrics_dir),
     }
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
+    env = probe_env()
     env["PYTHONPATH"] = str(ROOT / "python")
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "cluster_probe.py"), json.dumps(cfg)],

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import ENTRIES, rows_for, session_jars, write_input
+from helpers import ENTRIES, probe_env, rows_for, session_jars, write_input
 
 ROOT = Path(__file__).resolve().parents[1]
 CANARIES = {
@@ -35,7 +34,7 @@ def test_no_secret_in_any_output(kinesis, stream, tmp_path, entry):
         "canaries": CANARIES,
         "entry": entry,
     }
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
+    env = probe_env()
     env["PYTHONPATH"] = str(ROOT / "python")
     # Every JVM log line at INFO into a file (a file appender: PySpark's shell filter holds only the
     # console at WARN). Driver and executor share this JVM in local mode.

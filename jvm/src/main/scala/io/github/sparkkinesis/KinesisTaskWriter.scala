@@ -76,7 +76,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
           }
       }
     s.pending.incrementAndGet()
-    s.pendingBytes.addAndGet(bytes.toLong)
+    s.written += 1
+    s.writtenBytes += bytes
     future.addListener(new RecordCallback(future, s, bytes, start), MoreExecutors.directExecutor())
   }
 
@@ -137,13 +138,15 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   private val metrics = producer.metrics
   private val latch = producer.latch
   val pending = new AtomicLong()
-  val pendingBytes = new AtomicLong()
   val sent = new LongAdder()
   val failedCount = new LongAdder()
+  val failedBytes = new LongAdder() // touched only when a record fails
   val bytesSent = new LongAdder()
   private val firstError = new AtomicReference[Throwable]()
   // Task-thread only:
   var cycles = 0L
+  var written = 0L // records and bytes put by this task (successful puts only)
+  var writtenBytes = 0L
   var blockedNanos = 0L
   private var puts = 0L
 
@@ -172,6 +175,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   def failed(t: Throwable, bytes: Int): Unit = {
     metrics.recordsFailed.inc()
     failedCount.increment()
+    failedBytes.add(bytes.toLong)
     t match {
       case e: UserRecordFailedException =>
         if (e.getResult != null) metrics.retries.inc(math.max(0, e.getResult.getAttempts.size - 1).toLong)
@@ -194,7 +198,6 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
 
   private def done(bytes: Int): Unit = {
     release(bytes)
-    pendingBytes.addAndGet(-bytes.toLong)
     pending.decrementAndGet()
     latch.trigger()
   }

@@ -82,9 +82,10 @@ private[sparkkinesis] final class KinesisDataWriter(
 
   override def close(): Unit = task.close(committed = false)
 
-  /** Spark reads these last just before `commit`, and keeps them only if the task commits; a committed task has every
-    * record it wrote confirmed, so records still pending here count as sent (with fail_on_error=false, one that then
-    * fails is counted in both; the accumulators and progress metrics count it exactly).
+  /** Spark reads these last just before `commit` (on the task thread), and keeps them only if the task commits; a
+    * committed task has every record it wrote confirmed, so records still pending here count as sent (with
+    * fail_on_error=false, one that then fails during the commit's flush is counted as sent here; the accumulators and
+    * progress metrics count it exactly).
     */
   override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisSinkMetric.values(task.state)
 }
@@ -111,10 +112,13 @@ private[sparkkinesis] object KinesisSinkMetric {
 
   def all: Seq[CustomMetric] = WriterAccumulators.Names.map(n => new KinesisSinkMetric(n))
 
+  /** A task's values, read on its own thread: sent = written − failed so far (confirmed or still pending). */
   def values(s: WriterState): Array[CustomTaskMetric] = {
-    val pending = Seq(s.pending.get, 0L, s.pendingBytes.get, 0L, 0L)
+    val failed = s.failedCount.sum
+    val counts =
+      Seq(s.written - failed, failed, s.writtenBytes - s.failedBytes.sum, s.cycles, s.blockedNanos / 1000000L)
     WriterAccumulators.Names
-      .zip(WriterAccumulators.values(s).zip(pending).map { case (a, b) => a + b })
+      .zip(counts)
       .map { case (n, v) =>
         new CustomTaskMetric {
           override def name(): String = n

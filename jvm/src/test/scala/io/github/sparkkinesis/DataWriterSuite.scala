@@ -25,6 +25,8 @@ class DataWriterSuite extends AnyFunSuite {
     w.write(irow("b", "123"))
     val p = fakes.last
     assert(p.sent.asScala.map(r => (r.partitionKey, r.data.remaining())).toList == List(("a", 5), ("b", 3)))
+    val beforeCommit = w.currentMetricsValues().map(m => m.name() -> m.value()).toMap
+    assert(beforeCommit("recordsSent") == 2 && beforeCommit("bytesSent") == 8, "pending records count as sent")
     val committer = new Thread(() => w.commit())
     committer.start()
     committer.join(300)
