@@ -17,6 +17,7 @@ DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
 VARIANTS = {
     "writer": "KinesisWriter (KPL)",
+    "sink": 'format("kinesis") sink (KPL)',
     "boto3": "foreachBatch + boto3 put_records",
     "boto3_agg": "foreachBatch + aws-kinesis-agg + boto3",
     "noop": "Spark alone (noop sink)",
@@ -232,7 +233,7 @@ def table(result: dict[str, Any], source: str) -> str:
 
     for p, label in ((100, "100 B"), (10240, "10 KiB")):
         n = cfg["rows"] if p == 100 else cfg["rows_10k"]
-        for v in ("writer", "boto3", "boto3_agg", "noop"):
+        for v in ("writer", "sink", "boto3", "boto3_agg", "noop"):
             if f"{v}_{p}_records_per_s" in sm:
                 row(
                     f"{VARIANTS[v]}, {label} × {n:,}",
@@ -240,6 +241,14 @@ def table(result: dict[str, Any], source: str) -> str:
                     "",
                     None,
                 )
+        sv = _med(sm, f"sink_vs_writer_{p}")
+        if sv is not None:
+            row(
+                f'ratio format("kinesis") sink / foreach writer, {label}',
+                _r(sm, f"sink_vs_writer_{p}", 2, "×"),
+                "0.95–1.05×",
+                0.95 <= sv <= 1.05,
+            )
         r1, r2 = _med(sm, f"ratio_vs_boto3_{p}"), _med(sm, f"ratio_vs_boto3_agg_{p}")
         row(
             f"ratio writer / boto3, {label}",
@@ -289,6 +298,14 @@ def table(result: dict[str, Any], source: str) -> str:
         "",
         None,
     )
+    sc = _med(sm, "sink_cpu_vs_writer")
+    if sc is not None:
+        row(
+            'CPU per record (net of generation), format("kinesis") sink / foreach writer, 100 B',
+            _r(sm, "sink_cpu_vs_writer", 2, "×"),
+            "≤ 1.05×",
+            sc <= 1.05,
+        )
     row("KPL daemon share of the writer's CPU", _r(sm, "daemon_cpu_share_writer", 2), "", None)
     for k2, v in result.get("backpressure", {}).items():
         s = v["summary"]

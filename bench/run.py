@@ -5,7 +5,8 @@ as a ratio with its spread over the repetitions. Results: bench/results/<timesta
 sample), plots in docs/img/, the table in docs/benchmarks.md (between the bench markers), and a
 last machine-readable line:
 
-  bench: writer_rps=… boto3_rps=… ratio_vs_boto3=… ratio_vs_kpl=… cpu_ratio_vs_kpl=…
+  bench: writer_rps=… boto3_rps=… ratio_vs_boto3=… ratio_vs_kpl=… sink_vs_writer=… sink_cpu_vs_writer=…
+         cpu_ratio_vs_kpl=…
          link_util_limited=… max_outstanding_over_limit=… hot_path_ns=…
 
 Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [1000000],
@@ -206,7 +207,7 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
     runs: list[dict[str, Any]] = []
     bare: list[dict[str, Any]] = []
     for payload, shards in SHARDS.items():
-        for v in ("writer", "boto3", "boto3_agg"):
+        for v in ("writer", "sink", "boto3", "boto3_agg"):
             b.create_stream(f"{v}-{payload}", shards)
     b.create_stream("bare-100", SHARDS[100])
     with spark_side() as side:
@@ -242,10 +243,12 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
             return r
 
         # Warm-up: JIT, Python workers, the writer's pooled producers (each side once, not measured).
-        for v in ("writer", "boto3", "boto3_agg", "noop"):
+        for v in ("writer", "sink", "boto3", "boto3_agg", "noop"):
             run(v, 100, "warm", -1)
         run("writer", 10240, "warm10k", -1)
-        sides = ["writer", "boto3", "boto3_agg", "noop"]
+        run("sink", 10240, "warm10k", -1)
+        # "sink" is the same writer through format("kinesis") (DataSource V2), beside foreach.
+        sides = ["writer", "sink", "boto3", "boto3_agg", "noop"]
         writer_100 = {**b.endpoint_options(), **WRITER}
         for rep in range(REPS):
             if classpath and rep % 2 == 1:
@@ -254,7 +257,7 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
                 run(v, 100, "main", rep)
             if classpath and rep % 2 == 0:
                 bare.append(bare_rep(classpath, writer_100, rep))
-            for v in rotate(sides[:3], rep):
+            for v in rotate(sides[:4], rep):
                 run(v, 10240, "10k", rep)
         # Where the CPU goes (not timed): a JFR recording of one more writer run and of one bare loop.
         profiles = {}
@@ -276,6 +279,8 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
     result["verify"] = {
         "writer-100": verify(b, "writer-100", ROWS, REPS + 1, ROWS // 10, 100),  # + the profiled run
         "writer-10240": verify(b, "writer-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
+        "sink-100": verify(b, "sink-100", ROWS, REPS, ROWS // 10, 100),
+        "sink-10240": verify(b, "sink-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
     }
     result["throughput_runs"] = runs
     result["bare_kpl_runs"] = bare
@@ -473,7 +478,11 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
                 sm[f"ratio_vs_{other}_{payload}"] = spread(
                     [w[k]["records_per_s"] / o[k]["records_per_s"] for k in reps]
                 )
-        for v in ("writer", "boto3", "boto3_agg", "noop"):
+        s = by("sink", payload)
+        reps = sorted(set(w) & set(s))
+        if reps:  # the DataSource V2 sink over the foreach writer: one core, so ~1.0
+            sm[f"sink_vs_writer_{payload}"] = spread([s[k]["records_per_s"] / w[k]["records_per_s"] for k in reps])
+        for v in ("writer", "sink", "boto3", "boto3_agg", "noop"):
             rs = by(v, payload)
             if rs:
                 sm[f"{v}_{payload}_records_per_s"] = spread([r["records_per_s"] for r in rs.values()])
@@ -512,6 +521,15 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         sm["daemon_cpu_share_writer"] = spread(
             [w[k]["cpu_s"]["kpl_daemon"] / (w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"]) for k in reps]
         )
+    sink = by("sink", 100)
+    both = sorted(set(w) & set(sink) & set(noop))
+    if both:  # CPU per record net of Spark's generation, the DataSource V2 sink over the foreach writer
+
+        def net(r: dict[str, Any], k: int) -> float:
+            return r["cpu_s"]["jvm"] + r["cpu_s"]["kpl_daemon"] - noop[k]["cpu_s"]["jvm"]
+
+        sm["cpu_s_per_m_sink_net"] = spread([net(sink[k], k) / ROWS * 1e6 for k in both])
+        sm["sink_cpu_vs_writer"] = spread([net(sink[k], k) / net(w[k], k) for k in both])
     bp = result.get("backpressure", {})
     limited = [bp[k]["summary"] for k in ("queue_limit", "max_outstanding_bytes") if k in bp]
     if limited:
@@ -577,6 +595,8 @@ def main() -> int:
         "boto3_rps": fmt(sm.get("boto3_100_records_per_s"), 0),
         "ratio_vs_boto3": fmt(sm.get("ratio_vs_boto3_100")),
         "ratio_vs_kpl": fmt(sm.get("ratio_vs_kpl"), 2),
+        "sink_vs_writer": fmt(sm.get("sink_vs_writer_100"), 2),
+        "sink_cpu_vs_writer": fmt(sm.get("sink_cpu_vs_writer"), 2),
         "cpu_ratio_vs_kpl": fmt(sm.get("cpu_ratio_vs_kpl"), 2),
         "link_util_limited": fmt(sm.get("link_util_limited"), 3),
         "max_outstanding_over_limit": fmt(sm.get("max_outstanding_over_limit"), 3),

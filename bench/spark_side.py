@@ -166,6 +166,8 @@ class Bench:
         if variant == "writer":
             writer = KinesisWriter(stream_name=stream, **cmd["writer"])
             dsw = dsw.foreach(writer)
+        elif variant == "sink":  # the same writer through the DataSource V2 sink
+            dsw = dsw.format("kinesis").options(**KinesisWriter(stream_name=stream, **cmd["writer"]).options())
         elif variant in ("boto3", "boto3_agg"):
             sender = boto3_partition_sender(cmd["client_kwargs"], stream, aggregate=variant == "boto3_agg")
 
@@ -193,6 +195,9 @@ class Bench:
         shutil.rmtree(checkpoint, ignore_errors=True)
         if writer is not None:
             m = writer.metrics()
+            sent, failed = m["recordsSent"], m["recordsFailed"]
+        elif variant == "sink":  # the sink's totals are cumulative over the query
+            m = {k: int(v) for k, v in query.lastProgress["sink"]["metrics"].items()}
             sent, failed = m["recordsSent"], m["recordsFailed"]
         elif variant == "noop":
             sent, failed = rows, 0

@@ -1,16 +1,21 @@
 """A Spark Connect session (a real local Connect server, started in this process) writing to Kinesis.
 
-usage: connect_probe.py CONFIG_JSON   (keys: jars, input, checkpoint, stream, writer_options, entry, canaries)
-`entry` is "foreach" (foreach(KinesisWriter(...)), which spark_kinesis turns into the kinesis sink under
-Connect) or "format" (format("kinesis") directly). Prints "DONE <json>" with the sink's progress metrics and
-every string a secret could leak into from the client's side (explain, progress).
+usage: connect_probe.py CONFIG_JSON
+  (keys: jars, input, writer_options, canaries, connect_version, runs: [{entry, stream, checkpoint}])
+Each run's `entry` is "foreach" (foreach(KinesisWriter(...)), which spark_kinesis turns into the kinesis sink
+under Connect) or "format" (format("kinesis") directly); the runs share one server. `canaries` are extra writer
+options (secrets the caller looks for in this process's output). Prints "DONE <json>" with each run's sink
+progress and every string a secret could leak into on the client's side (repr, progress, explain, status).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 
+import pyspark
 import spark_kinesis  # noqa: F401  (installs the foreach hook, for Connect too)
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -29,33 +34,48 @@ def main() -> int:
         "spark.sql.shuffle.partitions": "2",
     }.items():
         builder = builder.config(key, value)
+    if pyspark.__version__ < "4":
+        # pyspark 3.5 starts a local server only when given the server plugin (4.x ships it): fetched once from
+        # Maven Central into Spark's default ivy cache (~/.ivy2), at the version the test names.
+        plugin = f"org.apache.spark:spark-connect_2.12:{cfg.get('connect_version') or pyspark.__version__}"
+        builder = builder.config("spark.jars.packages", plugin)
     spark = builder.getOrCreate()
     assert spark.__class__.__module__.startswith("pyspark.sql.connect"), type(spark)
-    opts = dict(cfg["writer_options"])
-    opts.update(cfg.get("canaries") or {})
-    writer = KinesisWriter(stream_name=cfg["stream"], **opts)
+    opts = {**cfg["writer_options"], **(cfg.get("canaries") or {})}
     df = (
         spark.readStream.schema("id LONG, pk STRING, b64 STRING")
         .option("maxFilesPerTrigger", 1)
         .json(cfg["input"])
         .select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
     )
-    sw = (
-        df.writeStream.foreach(writer)
-        if cfg["entry"] == "foreach"
-        else df.writeStream.format("kinesis").options(**writer.options())
-    )
-    q = sw.option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).queryName("connect_probe").start()
-    q.awaitTermination(300)
-    if q.exception() is not None:
-        print("FAILED " + str(q.exception()).replace("\n", " | ")[:4000], flush=True)
-        return 3
-    progress = q.lastProgress
-    print(
-        "DONE "
-        + json.dumps({"sink": progress["sink"], "recent": [str(p) for p in q.recentProgress], "repr": repr(writer)}),
-        flush=True,
-    )
+    out = []
+    for run in cfg["runs"]:
+        writer = KinesisWriter(stream_name=run["stream"], **opts)
+        sw = (
+            df.writeStream.foreach(writer)
+            if run["entry"] == "foreach"
+            else df.writeStream.format("kinesis").options(**writer.options())
+        )
+        sw = sw.option("checkpointLocation", run["checkpoint"]).trigger(availableNow=True)
+        q = sw.queryName(f"connect_probe_{run['entry']}").start()
+        q.awaitTermination(300)
+        if q.exception() is not None:
+            print("FAILED " + str(q.exception()).replace("\n", " | ")[:4000], flush=True)
+            return 3
+        explained = io.StringIO()
+        with contextlib.redirect_stdout(explained):
+            q.explain(True)
+        out.append(
+            {
+                "entry": run["entry"],
+                "sink": q.lastProgress["sink"],
+                "recent": [str(p) for p in q.recentProgress],
+                "explain": explained.getvalue(),
+                "status": str(q.status),
+                "repr": repr(writer),
+            }
+        )
+    print("DONE " + json.dumps({"runs": out}), flush=True)
     spark.stop()
     return 0
 

@@ -44,7 +44,7 @@ def main() -> None:
         + json.dumps(
             {
                 "module": spark_kinesis.__file__,
-                "jvm_jar": str(spark._jvm.io.github.sparkkinesis.KinesisWriter.jarLocation()),
+                "jvm_jar": str(spark._jvm.io.github.sparkkinesis.Probes.jarLocation()),
                 "kpl_jar": _location(spark._jvm.io.github.sparkkinesis.SparkLineCheck),
                 "exception": str(q.exception()) if q.exception() else None,
             }

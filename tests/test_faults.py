@@ -287,8 +287,9 @@ def test_outage_shorter_than_record_ttl_is_ridden_through(kinesis, stream, tmp_p
 def test_outage_longer_than_record_ttl_fails_then_restart_completes(kinesis, stream, tmp_path, front):
     n = 3_000
     write_input(tmp_path / "in", rows_for(range(n)), files=6)
-    opts = via_front(kinesis, front, RecordTtl=8_000, RequestTimeout=2_000, ConnectTimeout=1_000)
-    first = Probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts))
+    opts = via_front(kinesis, front, RecordTtl=4_000, RequestTimeout=2_000, ConnectTimeout=1_000)
+    # No task retries (local[2]): each attempt would only wait out RecordTtl again behind the same outage.
+    first = Probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts, master="local[2]"))
     last = first.run(first_batch_then(lambda p: front.outage(300, mode="refuse")))
     front.end_outage()
     assert last.startswith("FAILED"), last

@@ -69,7 +69,8 @@ def test_wheel_in_a_fresh_venv_uses_its_own_jar(kinesis, stream, tmp_path, wheel
         [sys.executable, "-c", "import pyspark; print(pyspark.__version__)"], check=True, capture_output=True, text=True
     ).stdout.strip()
     subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", str(wheel), f"pyspark=={pyspark_version}"],
+        # --no-compile: byte-compiling pyspark's thousands of modules is most of an install's time, and moot here.
+        [str(py), "-m", "pip", "install", "-q", "--no-compile", str(wheel), f"pyspark=={pyspark_version}"],
         check=True,
         capture_output=True,
         timeout=900,

@@ -128,7 +128,7 @@ def test_local_cluster_executors_report_and_totals_add_up(kinesis, stream, tmp_p
 
 def test_every_metric_is_documented(spark):
     doc = (ROOT / "docs" / "metrics.md").read_text()
-    entry = spark._jvm.io.github.sparkkinesis.KinesisWriter
-    names = list(entry.metricNames()) + list(entry.accumulatorNames())
+    probes = spark._jvm.io.github.sparkkinesis.Probes
+    names = list(probes.metricNames()) + list(probes.accumulatorNames())
     missing = [n for n in names if not re.search(rf"`{re.escape(n)}`", doc)]
     assert missing == [], f"docs/metrics.md lacks {missing}"

@@ -96,10 +96,36 @@ def test_configure_rejects_non_builders():
         configure(object())
 
 
+def _jvm_option_table(spark) -> list[tuple[str, type, object, bool]]:
+    """The JVM's option table (the source of truth) in Python terms: name, type, typed default, secret."""
+    types = {"string": str, "int": int, "long": int, "boolean": bool}
+    rows = []
+    for name, kind, default, secret in (list(r) for r in spark._jvm.io.github.sparkkinesis.Probes.optionTable()):
+        typed = None if default is None else (default == "true" if kind == "boolean" else types[kind](default))
+        rows.append((str(name), types[str(kind)], typed, bool(secret)))
+    return rows
+
+
 @pytest.mark.e2e
 def test_python_and_jvm_option_tables_agree(spark):
-    entry = spark._jvm.io.github.sparkkinesis.KinesisWriter
-    assert list(entry.optionNames()) == list(_OPTIONS)
+    python = [(n, o.type, o.default, o.secret) for n, o in _OPTIONS.items()]
+    assert python == _jvm_option_table(spark)
+
+
+@pytest.mark.e2e
+def test_signature_and_docstring_follow_the_option_table(spark):
+    import inspect
+
+    params = inspect.signature(KinesisWriter.__init__).parameters
+    assert [p for p in params if p not in ("self", "unknown")] == [n for n, *_ in _jvm_option_table(spark)] + ["kpl"]
+    doc = inspect.getdoc(KinesisWriter) or ""
+    for name, typ, default, _ in _jvm_option_table(spark):
+        line = next((x for x in doc.splitlines() if x.startswith("- ") and f"``{name}``" in x), None)
+        assert line is not None, f"the KinesisWriter docstring does not list {name}"
+        assert f"({typ.__name__}" in line, f"{name}: the docstring does not give its type {typ.__name__}: {line}"
+        if default is not None:
+            assert f"default {default}" in line, f"{name}: the docstring does not give its default {default}: {line}"
+        assert params[name].default is None, f"{name}: the keyword's default is the JVM's, shown in the docstring"
 
 
 @pytest.mark.e2e
@@ -121,7 +147,13 @@ def test_every_option_is_documented(spark):
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
-    entry = spark._jvm.io.github.sparkkinesis.KinesisWriter
-    missing = [f"`{n}`" for n in entry.optionNames() if f"`{n}`" not in doc]
-    missing += [n for n in entry.kplSettingNames() if n not in doc]
-    assert missing == [], f"docs/configuration.md lacks {missing}"
+    rows = {line.split("|")[1].strip(): line.split("|") for line in doc.splitlines() if line.startswith("| `")}
+    problems = []
+    for name, typ, default, _ in _jvm_option_table(spark):
+        row = rows.get(f"`{name}`")
+        if row is None:
+            problems.append(f"no row for `{name}`")
+        elif not row[2].strip().startswith(typ.__name__) or (default is not None and f"`{default}`" not in row[3]):
+            problems.append(f"`{name}` row says {row[2].strip()!r}, {row[3].strip()!r}: want {typ.__name__}, {default}")
+    problems += [n for n in spark._jvm.io.github.sparkkinesis.Probes.kplSettingNames() if n not in doc]
+    assert problems == [], f"docs/configuration.md: {problems}"

@@ -23,7 +23,8 @@ N = 10_000
     ids=["aggregated-foreach", "aggregated-format", "unaggregated-foreach"],
 )
 def test_round_trip_record_by_record(spark, kinesis, stream, tmp_path, aggregation, entry):
-    ids = range(N)
+    # Unaggregated, every record is a Kinesis record, and the emulator's slowest path: fewer suffice.
+    ids = range(N if aggregation else N // 4)
     write_input(tmp_path / "in", rows_for(ids, key=lambda i: f"user-{i % 97}-ключ"))
     writer = KinesisWriter(
         stream_name=stream, queue_limit=5_000, **kinesis.writer_options(AggregationEnabled=aggregation)
@@ -39,7 +40,7 @@ def test_round_trip_record_by_record(spark, kinesis, stream, tmp_path, aggregati
         assert r.partition_key == f"user-{i % 97}-ключ", f"id {i}: partition key {r.partition_key!r}"
     aggregated = sum(r.aggregated for r in records)
     if aggregation:
-        assert aggregated > N // 2, "the KPL should aggregate most small records"
+        assert aggregated > len(ids) // 2, "the KPL should aggregate most small records"
     else:
         assert aggregated == 0
 

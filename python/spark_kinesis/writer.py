@@ -4,7 +4,7 @@ Connect, the server's ``kinesis`` sink with the same options)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Union
 
 from spark_kinesis._jar import JVM_ENTRY_POINT, JVM_LINE_CHECK
 
@@ -13,42 +13,49 @@ if TYPE_CHECKING:
 
 KplValue = Union[str, int, bool]
 
-#: Writer options: name -> (accepted Python types, check returning an error or None).
-#: The JVM's KinesisWriterOptions.optionNames is the source of truth; a test checks they agree.
+
+class _Option(NamedTuple):
+    type: type[Any]
+    rule: tuple[str, Callable[[Any], bool]] | None = None  # (what is allowed, check)
+    default: Any = None  # the JVM's default value; None: no default value
+    secret: bool = False
+
+
+#: Writer options in keyword order. The JVM's option table (KinesisWriterOptions.table) is the source of truth:
+#: tests/test_python_api.py checks names, types, defaults and secrets, this signature, docstring and docs against it.
 _POSITIVE = ("a positive int", lambda v: v > 0)
-_OPTIONS: dict[str, tuple[tuple[type[Any], ...], tuple[str, Callable[[Any], bool]] | None]] = {
-    "stream_name": ((str,), ("a non-empty string", lambda v: bool(v.strip()))),
-    "region": ((str,), None),
-    "endpoint": ((str,), None),
-    "queue_limit": ((int,), ("an int >= 1 (records outstanding in the KPL per executor)", lambda v: v >= 1)),
-    "max_outstanding_bytes": (
-        (int,),
-        ("an int >= 1 (payload bytes outstanding in the KPL per executor)", lambda v: v >= 1),
+_OPTIONS: dict[str, _Option] = {
+    "stream_name": _Option(str, ("a non-empty string", lambda v: bool(v.strip()))),
+    "region": _Option(str),
+    "endpoint": _Option(str),
+    "queue_limit": _Option(int, ("an int >= 1 (records outstanding in the KPL per executor)", lambda v: v >= 1), 10000),
+    "max_outstanding_bytes": _Option(
+        int, ("an int >= 1 (payload bytes outstanding in the KPL per executor)", lambda v: v >= 1), 67108864
     ),
-    "fail_on_error": ((bool,), None),
-    "partitioner": ((str,), ("'random' or 'fixed'", lambda v: v in ("random", "fixed"))),
-    "flush_timeout_ms": ((int,), _POSITIVE),
-    "producer_idle_timeout_ms": ((int,), _POSITIVE),
-    "aws_access_key_id": ((str,), None),
-    "aws_secret_access_key": ((str,), None),
-    "aws_session_token": ((str,), None),
-    "profile_name": ((str,), None),
-    "role_arn": ((str,), None),
-    "role_session_name": ((str,), None),
-    "role_external_id": ((str,), None),
-    "sts_endpoint": ((str,), None),
+    "fail_on_error": _Option(bool, None, True),
+    "partitioner": _Option(str, ("'random' or 'fixed'", lambda v: v.lower() in ("random", "fixed"))),
+    "flush_timeout_ms": _Option(int, _POSITIVE, 300000),
+    "producer_idle_timeout_ms": _Option(int, _POSITIVE, 60000),
+    "aws_access_key_id": _Option(str, secret=True),
+    "aws_secret_access_key": _Option(str, secret=True),
+    "aws_session_token": _Option(str, secret=True),
+    "profile_name": _Option(str),
+    "role_arn": _Option(str),
+    "role_session_name": _Option(str, None, "spark-kinesis"),
+    "role_external_id": _Option(str, secret=True),
+    "sts_endpoint": _Option(str),
 }
-_SECRETS = frozenset({"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "role_external_id"})
+_SECRETS = frozenset(name for name, o in _OPTIONS.items() if o.secret)
 _SECRET_KPL = frozenset({"ProxyPassword"})
 _REDACTED = "<redacted>"
 
 
 def _check(name: str, value: Any) -> None:
-    types, rule = _OPTIONS[name]
+    expected, rule = _OPTIONS[name].type, _OPTIONS[name].rule
     # bool is an int subclass: queue_limit=True is a mistake, not 1.
-    if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+    if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
         shown = _REDACTED if name in _SECRETS else repr(value)
-        raise TypeError(f"{name} must be {types[0].__name__}, got {type(value).__name__} {shown}")
+        raise TypeError(f"{name} must be {expected.__name__}, got {type(value).__name__} {shown}")
     if rule is not None and not rule[1](value):
         raise ValueError(f"{name} must be {rule[0]}, got {value!r}")
 
@@ -62,8 +69,27 @@ class KinesisWriter:
     Columns: ``data`` (binary or string, required), ``partitionKey`` (string; or set
     ``partitioner``), optional ``explicitHashKey`` and ``streamName``.
 
-    Every option is checked here and again, with the schema, in the JVM before the query starts.
-    KPL settings go in ``kpl`` under their exact ``KinesisProducerConfiguration`` names.
+    Every option is checked here and again, with the schema, in the JVM before the query starts
+    (docs/configuration.md has the full table):
+
+    - ``stream_name`` (str): the stream; required unless every row has a ``streamName`` column.
+    - ``region`` (str): the AWS region; default: the driver's default region (``AWS_REGION``, profile).
+    - ``endpoint`` (str): ``host[:port]`` or ``https://host[:port]``; default: the region's endpoint.
+    - ``queue_limit`` (int, default 10000): user records outstanding in the KPL per executor JVM.
+    - ``max_outstanding_bytes`` (int, default 67108864): payload bytes outstanding per executor JVM.
+    - ``fail_on_error`` (bool, default True): a record the KPL gives up on fails the task.
+    - ``partitioner`` (str): ``'random'`` or ``'fixed'`` (one key per Spark partition) when rows have
+      no ``partitionKey`` column.
+    - ``flush_timeout_ms`` (int, default 300000): how long a task waits for its records at the end.
+    - ``producer_idle_timeout_ms`` (int, default 60000): an unused KPL daemon is stopped after this.
+    - ``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token`` (str): static credentials;
+      default: the AWS default credentials chain.
+    - ``profile_name`` (str): a named profile instead.
+    - ``role_arn`` (str): assume this role (through STS), on top of the credentials above.
+    - ``role_session_name`` (str, default spark-kinesis): the assumed role's session name.
+    - ``role_external_id`` (str): the external id the role's trust policy asks for.
+    - ``sts_endpoint`` (str): the STS endpoint to assume the role at; default: the region's.
+    - ``kpl`` (dict): KPL settings under their exact ``KinesisProducerConfiguration`` names.
     """
 
     def __init__(

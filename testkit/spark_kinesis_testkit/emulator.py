@@ -133,12 +133,13 @@ class KinesisMock:
             time.sleep(0.05)
 
     def stop(self) -> None:
-        # kinesis-mock waits ~10 s for open keep-alive connections before it exits.
+        # kinesis-mock waits ~10 s for open keep-alive connections (a live KPL daemon's) before it exits;
+        # it keeps nothing on disk, so it gets a second and is then killed.
         if self._client is not None:
             self._client.close()
             self._client = None
         if self._proc is not None:
-            stop_process(self._proc)
+            stop_process(self._proc, timeout_s=1.0)
         self._proc = None
 
     def __enter__(self) -> KinesisMock:
@@ -274,8 +275,8 @@ class ProducerSample:
 
 
 def producer_snapshot(spark: Any) -> list[ProducerSample]:
-    """The live producers of the driver JVM, from ``KinesisWriter.producerSnapshot()``."""
-    text = str(spark._jvm.io.github.sparkkinesis.KinesisWriter.producerSnapshot())
+    """The live producers of the driver JVM, from ``Probes.producerSnapshot()``."""
+    text = str(spark._jvm.io.github.sparkkinesis.Probes.producerSnapshot())
     out = []
     for line in text.splitlines():
         if line:

@@ -18,11 +18,11 @@ import software.amazon.awssdk.services.sts.model.AssumeRoleRequest
 /** Where the KPL's credentials come from. Secrets never appear in `toString`; equality (used as the producer pool's
   * key) still sees them, so different keys never share a producer.
   */
-sealed trait Credentials extends Serializable {
+private[sparkkinesis] sealed trait Credentials extends Serializable {
   def provider(region: Option[String]): AwsCredentialsProvider
 }
 
-object Credentials {
+private[sparkkinesis] object Credentials {
 
   /** The SDK's default chain: env vars, system properties, web identity, profile, container, IMDS. */
   case object DefaultChain extends Credentials {

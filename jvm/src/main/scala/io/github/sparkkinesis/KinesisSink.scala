@@ -2,9 +2,11 @@ package io.github.sparkkinesis
 
 import java.util
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{SupportsWrite, Table, TableCapability}
 import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
 import org.apache.spark.sql.connector.write.{LogicalWriteInfo, SupportsTruncate, Write, WriteBuilder}
+import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
@@ -14,7 +16,10 @@ import io.github.sparkkinesis.compat.CollectionConverters._
 private[sparkkinesis] object KinesisSink {
 
   /** The table for one query's sink options (the writer options are parsed here, in `start()` or `save()`). */
-  def table(properties: util.Map[String, String]): Table = new KinesisTable(writerOptions(properties))
+  def table(properties: util.Map[String, String]): Table = {
+    SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).foreach(OptionRedaction.register)
+    new KinesisTable(writerOptions(properties))
+  }
 
   /** Keys Spark itself puts in a sink's options: `checkpointLocation` set with `.option`, `path` with `save(path)`,
     * `queryName` from a Spark Connect client.
@@ -60,10 +65,13 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
     TableCapability.TRUNCATE
   )
 
-  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = new WriteBuilder with SupportsTruncate {
+  // Update mode (SupportsStreamingUpdateAsAppend) and Complete mode (truncate) append each epoch's rows as records,
+  // as Spark's Kafka sink does: a stream has no rows to update or replace.
+  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = new WriteBuilder
+    with SupportsTruncate
+    with SupportsStreamingUpdateAsAppend {
     private var truncated = false
 
-    /** Streaming Complete mode asks for this; each epoch's rows are appended, as Spark's Kafka sink does. */
     override def truncate(): WriteBuilder = { truncated = true; this }
 
     override def build(): Write = {
@@ -77,4 +85,19 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
 
   /** The sink description in progress and plans: never a secret. */
   override def toString: String = name()
+}
+
+/** Spark prints a sink's options in plans (`explain`, the SQL tab) with the keys its redaction regexes match hidden;
+  * its defaults miss `aws_access_key_id` and `role_external_id` (Spark 3.5 printed the key id in `explain`). The sink
+  * adds every secret option key to the session's `spark.sql.redaction.options.regex` when a query first uses it.
+  */
+private[sparkkinesis] object OptionRedaction {
+  val Key = "spark.sql.redaction.options.regex"
+  val Pattern: String =
+    KinesisWriterOptions.SecretKeys.map(_.replace(".", "\\.")).mkString("(?i:", "|", ")")
+
+  def register(session: SparkSession): Unit = {
+    val current = session.conf.get(Key, "(?i)url") // Spark's default
+    if (!current.contains(Pattern)) session.conf.set(Key, s"$current|$Pattern")
+  }
 }

@@ -41,41 +41,4 @@ object KinesisWriter {
   ): Prepared = Prepared(options, RowConverter.forSchema(schema, options), accumulators)
 
   def create(options: Map[String, String], schema: StructType): KinesisForeachWriter = create(options.asJava, schema)
-
-  /** The writer's option names (Python's kwarg table is checked against this). */
-  def optionNames(): java.util.List[String] = KinesisWriterOptions.optionNames.asJava
-
-  /** Every KPL setting accepted as `kpl.<Name>`. */
-  def kplSettingNames(): java.util.List[String] = KplSettings.all.map(_.name).asJava
-
-  /** Where this class was loaded from: which jar a session is really running. */
-  def jarLocation(): String = String.valueOf(getClass.getProtectionDomain.getCodeSource.getLocation)
-
-  /** Every metric name a producer's source registers. */
-  def metricNames(): java.util.List[String] = ProducerMetrics.names.asJava
-
-  /** The driver-side totals' names (accumulators `kinesis.<stream>.<name>`, keys of `writer.metrics()`). */
-  def accumulatorNames(): java.util.List[String] = WriterAccumulators.Names.asJava
-
-  /** This JVM's live producers as
-    * `source,outstanding,backpressureCycles,outstandingBytes,recordsSent,recordsFailed,bytesSent,inFlightRecords` lines
-    * (local-mode probe for tests and benchmarks). `outstanding` is the KPL's count, which also holds the pool's own
-    * pending `getMetrics` request; `inFlightRecords` is what `queue_limit` bounds.
-    */
-  def producerSnapshot(): String =
-    ProducerPool.default.live
-      .map { p =>
-        val m = p.metrics
-        Seq[Any](
-          p.sourceName,
-          p.outstanding,
-          m.backpressureCycles.getCount,
-          m.outstandingBytes.get,
-          m.recordsSent.getCount,
-          m.recordsFailed.getCount,
-          m.bytesSent.getCount,
-          m.inFlightRecords.get
-        ).mkString(",")
-      }
-      .mkString("\n")
 }

@@ -19,8 +19,8 @@ private[sparkkinesis] object DriverRegion {
 }
 
 /** How records without a `partitionKey` column get one. */
-sealed abstract class Partitioner(val name: String) extends Serializable
-object Partitioner {
+private[sparkkinesis] sealed abstract class Partitioner(val name: String) extends Serializable
+private[sparkkinesis] object Partitioner {
 
   /** A fresh random key per record: spreads load evenly over all shards. */
   case object Random extends Partitioner("random")
@@ -31,12 +31,12 @@ object Partitioner {
 }
 
 /** The KPL endpoint: always TLS, a bare host and a port. */
-final case class Endpoint(host: String, port: Int) {
+private[sparkkinesis] final case class Endpoint(host: String, port: Int) {
   override def toString: String = s"https://$host:$port"
 }
 
 /** The KPL-facing part of the options: two writers with equal configs share one KPL daemon. */
-final case class ProducerConfig(
+private[sparkkinesis] final case class ProducerConfig(
     region: Option[String],
     endpoint: Option[Endpoint],
     credentials: Credentials,
@@ -58,8 +58,16 @@ final case class ProducerConfig(
   }
 }
 
+/** One writer option: its key, its type, its default value (None: no default value) and whether it is a secret. */
+private[sparkkinesis] final case class OptionSpec(
+    name: String,
+    kind: String,
+    default: Option[String] = None,
+    secret: Boolean = false
+)
+
 /** All writer options, parsed once on the driver. Keys are the snake_case names Python uses. */
-final case class KinesisWriterOptions(
+private[sparkkinesis] final case class KinesisWriterOptions(
     streamName: Option[String],
     queueLimit: Int,
     maxOutstandingBytes: Long,
@@ -83,7 +91,7 @@ final case class KinesisWriterOptions(
       s"flushTimeoutMs=$flushTimeoutMs, $producer)"
 }
 
-object KinesisWriterOptions {
+private[sparkkinesis] object KinesisWriterOptions {
   // Option keys (Python kwargs use the same names).
   val StreamName = "stream_name"
   val Region = "region"
@@ -119,31 +127,32 @@ object KinesisWriterOptions {
   val DefaultProducerIdleTimeoutMs = 60000L
   val DefaultRoleSessionName = "spark-kinesis"
 
-  /** Keys whose values are secrets: never logged, printed or put in messages. */
-  val SecretKeys: Set[String] =
-    Set(AccessKeyId, SecretAccessKey, SessionToken, RoleExternalId, KplPrefix + "ProxyPassword")
-
-  /** Every writer option with its type and default (the table Python and the docs are checked against). */
-  val table: Seq[(String, String, String)] = Seq(
-    (StreamName, "string", "none: required unless every row has a streamName column"),
-    (Region, "string", "SDK default region, required when no endpoint"),
-    (EndpointKey, "string", "the region's Kinesis endpoint"),
-    (QueueLimit, "int", DefaultQueueLimit.toString),
-    (MaxOutstandingBytes, "long", DefaultMaxOutstandingBytes.toString),
-    (FailOnError, "boolean", "true"),
-    (PartitionerKey, "string", "none: the partitionKey column is required"),
-    (FlushTimeoutMs, "long", DefaultFlushTimeoutMs.toString),
-    (ProducerIdleTimeoutMs, "long", DefaultProducerIdleTimeoutMs.toString),
-    (AccessKeyId, "string", "none: the default credentials chain"),
-    (SecretAccessKey, "string", "none"),
-    (SessionToken, "string", "none"),
-    (ProfileName, "string", "none"),
-    (RoleArn, "string", "none"),
-    (RoleSessionName, "string", DefaultRoleSessionName),
-    (RoleExternalId, "string", "none"),
-    (StsEndpoint, "string", "the region's STS endpoint")
+  /** Every writer option: the one table the parser, Python's keyword table, its docstring and docs/configuration.md are
+    * checked against (tests/test_python_api.py).
+    */
+  val table: Seq[OptionSpec] = Seq(
+    OptionSpec(StreamName, "string"), // required unless every row has a streamName column
+    OptionSpec(Region, "string"), // the driver's default region
+    OptionSpec(EndpointKey, "string"), // the region's Kinesis endpoint
+    OptionSpec(QueueLimit, "int", Some(DefaultQueueLimit.toString)),
+    OptionSpec(MaxOutstandingBytes, "long", Some(DefaultMaxOutstandingBytes.toString)),
+    OptionSpec(FailOnError, "boolean", Some("true")),
+    OptionSpec(PartitionerKey, "string"), // the partitionKey column is required
+    OptionSpec(FlushTimeoutMs, "long", Some(DefaultFlushTimeoutMs.toString)),
+    OptionSpec(ProducerIdleTimeoutMs, "long", Some(DefaultProducerIdleTimeoutMs.toString)),
+    OptionSpec(AccessKeyId, "string", secret = true), // none: the default credentials chain
+    OptionSpec(SecretAccessKey, "string", secret = true),
+    OptionSpec(SessionToken, "string", secret = true),
+    OptionSpec(ProfileName, "string"),
+    OptionSpec(RoleArn, "string"),
+    OptionSpec(RoleSessionName, "string", Some(DefaultRoleSessionName)),
+    OptionSpec(RoleExternalId, "string", secret = true),
+    OptionSpec(StsEndpoint, "string") // the region's STS endpoint
   )
-  val optionNames: Seq[String] = table.map(_._1)
+  val optionNames: Seq[String] = table.map(_.name)
+
+  /** Keys whose values are secrets: never logged, printed or put in messages. */
+  val SecretKeys: Seq[String] = table.filter(_.secret).map(_.name) :+ (KplPrefix + "ProxyPassword")
 
   def parse(options: java.util.Map[String, String]): KinesisWriterOptions = parse(options.asScala.toMap)
 

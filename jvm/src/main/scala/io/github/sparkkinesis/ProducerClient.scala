@@ -6,7 +6,7 @@ import software.amazon.kinesis.producer.{KinesisProducer, UserRecordResult}
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** The slice of `KinesisProducer` the writer uses; unit tests substitute a controllable fake. */
-trait ProducerClient {
+private[sparkkinesis] trait ProducerClient {
   def put(record: KinesisRecord): ListenableFuture[UserRecordResult]
   def outstandingRecords: Long
   def flush(): Unit
@@ -17,8 +17,10 @@ trait ProducerClient {
 }
 
 /** The real KPL: one native daemon. */
-final class KplProducerClient(config: ProducerConfig) extends ProducerClient {
-  private val kpl: KinesisProducer = {
+private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) extends ProducerClient {
+
+  /** The KPL producer itself (the benchmarks' bare loop drives the same configured producer). */
+  private[sparkkinesis] val kpl: KinesisProducer = {
     val c = KplSettings.applyTo(new software.amazon.kinesis.producer.KinesisProducerConfiguration(), config.kplSettings)
     c.setCredentialsProvider(config.credentials.provider(config.region))
     new KinesisProducer(c)

@@ -9,7 +9,7 @@ import com.codahale.metrics.{Counter, Gauge, Histogram, MetricRegistry, Timer}
   * histogram is sampled (1 in [[ProducerMetrics.LatencySampleEvery]]) and the KPL daemon's own metrics are polled off
   * the hot path by the pool's reaper thread.
   */
-final class ProducerMetrics(outstandingRecords: () => Long) {
+private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long) {
   import ProducerMetrics._
 
   val registry = new MetricRegistry
@@ -37,7 +37,7 @@ final class ProducerMetrics(outstandingRecords: () => Long) {
   private def gauge[T](f: => T): Gauge[T] = new Gauge[T] { def getValue: T = f }
 }
 
-object ProducerMetrics {
+private[sparkkinesis] object ProducerMetrics {
   val SourcePrefix = "kinesisProducer"
   val BackpressureCycles = "backpressureCycles"
   val OutstandingRecordsCount = "outstandingRecordsCount"

@@ -8,7 +8,7 @@ import scala.collection.mutable
 import org.slf4j.LoggerFactory
 
 /** One KPL per distinct [[ProducerConfig]], shared by the tasks of an executor JVM. */
-final class SharedProducer private[sparkkinesis] (
+private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
     val id: Int,
     val key: ProducerPool.Key,
     val client: ProducerClient,
@@ -38,7 +38,7 @@ final class SharedProducer private[sparkkinesis] (
   * daemon per stream keeps each stream's queue bound and metrics its own. The clock and factory are injected so
   * eviction is unit-testable without a daemon.
   */
-final class ProducerPool(
+private[sparkkinesis] final class ProducerPool(
     factory: ProducerConfig => ProducerClient,
     clockMs: () => Long,
     registerMetrics: SharedProducer => () => Unit
@@ -115,7 +115,7 @@ final class ProducerPool(
   }
 }
 
-object ProducerPool {
+private[sparkkinesis] object ProducerPool {
 
   /** Writers with the same stream label and KPL config share a daemon. */
   final case class Key(label: String, config: ProducerConfig)

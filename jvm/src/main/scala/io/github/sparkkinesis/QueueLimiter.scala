@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicLong
   * @param onCycle
   *   called once per wait step (the `backpressureCycles` metric)
   */
-final class QueueLimiter(
+private[sparkkinesis] final class QueueLimiter(
     tryReserve: Int => Boolean,
     latch: TimeoutLatch,
     onCycle: () => Unit,
@@ -53,7 +53,7 @@ final class QueueLimiter(
   }
 }
 
-object QueueLimiter {
+private[sparkkinesis] object QueueLimiter {
   val StepMs = 100L
   val WarnAfterMs = 1000L
 

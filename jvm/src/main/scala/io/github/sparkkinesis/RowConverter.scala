@@ -11,7 +11,12 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructType}
 
 /** One record for `KinesisProducer.addUserRecord`. */
-final case class KinesisRecord(stream: String, partitionKey: String, explicitHashKey: String, data: ByteBuffer)
+private[sparkkinesis] final case class KinesisRecord(
+    stream: String,
+    partitionKey: String,
+    explicitHashKey: String,
+    data: ByteBuffer
+)
 
 /** Row → record, with the column layout resolved once on the driver by [[RowConverter.forSchema]].
   *
@@ -20,7 +25,7 @@ final case class KinesisRecord(stream: String, partitionKey: String, explicitHas
   * columns are ignored. `convert` reads a `Row` (the `foreach` path), `convertInternal` an `InternalRow` (the
   * DataSource V2 path, no conversion to `Row`); both apply the same checks.
   */
-final class RowConverter private (
+private[sparkkinesis] final class RowConverter private (
     dataIndex: Int,
     dataIsString: Boolean,
     partitionKeyIndex: Int,
@@ -119,7 +124,7 @@ final class RowConverter private (
     }
 }
 
-object RowConverter {
+private[sparkkinesis] object RowConverter {
   val Data = "data"
   val PartitionKey = "partitionKey"
   val ExplicitHashKey = "explicitHashKey"

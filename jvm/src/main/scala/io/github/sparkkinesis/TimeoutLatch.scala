@@ -4,7 +4,7 @@ package io.github.sparkkinesis
   * `trigger` wakes every waiter. Cheap to trigger when nobody waits, so KPL callbacks call it for every completed
   * record.
   */
-final class TimeoutLatch {
+private[sparkkinesis] final class TimeoutLatch {
   private val lock = new Object
   @volatile private var waiting = false
 

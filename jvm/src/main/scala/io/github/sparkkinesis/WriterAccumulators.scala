@@ -8,7 +8,7 @@ import org.apache.spark.util.LongAccumulator
   * their totals once, in `close`, from the task thread. Failed task attempts' updates are discarded by Spark, so these
   * count confirmed records of successful tasks.
   */
-final class WriterAccumulators private (
+private[sparkkinesis] final class WriterAccumulators private (
     val recordsSent: LongAccumulator,
     val recordsFailed: LongAccumulator,
     val bytesSent: LongAccumulator,
@@ -28,7 +28,7 @@ final class WriterAccumulators private (
   def json: String = totals.map { case (k, v) => s""""$k": $v""" }.mkString("{", ", ", "}")
 }
 
-object WriterAccumulators {
+private[sparkkinesis] object WriterAccumulators {
 
   /** The accumulators' names, in constructor order (`kinesis.<label>.<name>`; docs/metrics.md is checked against it).
     */

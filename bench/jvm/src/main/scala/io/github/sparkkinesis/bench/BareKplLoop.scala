@@ -110,11 +110,7 @@ object BareKplLoop {
   }
 
   /** The producer `KplProducerClient` builds (its settings, credentials and endpoint), taken out of the client. */
-  def kinesisProducer(client: KplProducerClient): KinesisProducer = {
-    val field = classOf[KplProducerClient].getDeclaredField("kpl")
-    field.setAccessible(true)
-    field.get(client).asInstanceOf[KinesisProducer]
-  }
+  def kinesisProducer(client: KplProducerClient): KinesisProducer = client.kpl
 
   def main(argv: Array[String]): Unit = {
     val args = parseArgs(argv)

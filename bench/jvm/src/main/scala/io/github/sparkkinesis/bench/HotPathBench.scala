@@ -52,7 +52,7 @@ final class BatchCompletingProducer(batch: Int) extends ProducerClient {
   * put, the completion listener and the metrics, with a stub producer in place of the KPL daemon.
   *
   * `limit=on`: the production writer, with queue_limit and max_outstanding_bytes so large the check never blocks.
-  * `limit=off`: the same writer after `open`, with its limiter swapped (by reflection, benchmark only) for one whose
+  * `limit=off`: the same writer after `open`, with its limiter swapped (package-private, benchmark only) for one whose
   * predicate is constantly false, so the outstanding-records and outstanding-bytes reads disappear.
   */
 @State(Scope.Thread)
