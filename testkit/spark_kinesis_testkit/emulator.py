@@ -104,7 +104,7 @@ class KinesisMock:
             CREATE_STREAM_DURATION="0ms",
             DELETE_STREAM_DURATION="0ms",
             UPDATE_SHARD_COUNT_DURATION="0ms",
-            SHARD_LIMIT="200",
+            SHARD_LIMIT="2000",  # a test session creates a stream per test
             LOG_LEVEL="WARN",
             AWS_REGION=REGION,
         )
