@@ -69,8 +69,6 @@ ENTRIES = ["foreach", "format"]
 
 def entries(every_line: str | None = None) -> list[Any]:
     """ENTRIES as pytest params; `every_line` names the one the Spark 3.5 leg runs too (its time is budgeted)."""
-    import pytest
-
     return [pytest.param(e, marks=pytest.mark.every_line) if e == every_line else e for e in ENTRIES]
 
 

@@ -116,10 +116,11 @@ def test_python_and_jvm_option_tables_agree(spark):
 def test_signature_and_docstring_follow_the_option_table(spark):
     import inspect
 
+    table = _jvm_option_table(spark)
     params = inspect.signature(KinesisWriter.__init__).parameters
-    assert [p for p in params if p not in ("self", "unknown")] == [n for n, *_ in _jvm_option_table(spark)] + ["kpl"]
+    assert [p for p in params if p not in ("self", "unknown")] == [n for n, *_ in table] + ["kpl"]
     doc = inspect.getdoc(KinesisWriter) or ""
-    for name, typ, default, _ in _jvm_option_table(spark):
+    for name, typ, default, _ in table:
         line = next((x for x in doc.splitlines() if x.startswith("- ") and f"``{name}``" in x), None)
         assert line is not None, f"the KinesisWriter docstring does not list {name}"
         assert f"({typ.__name__}" in line, f"{name}: the docstring does not give its type {typ.__name__}: {line}"
