@@ -18,6 +18,7 @@ BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
 VARIANTS = {
     "writer": "KinesisWriter (KPL)",
     "sink": 'format("kinesis") sink (KPL)',
+    "writer_b": "foreach writer again, second stream (A/A control)",
     "boto3": "foreachBatch + boto3 put_records",
     "boto3_agg": "foreachBatch + aws-kinesis-agg + boto3",
     "noop": "Spark alone (noop sink)",
@@ -233,7 +234,7 @@ def table(result: dict[str, Any], source: str) -> str:
 
     for p, label in ((100, "100 B"), (10240, "10 KiB")):
         n = cfg["rows"] if p == 100 else cfg["rows_10k"]
-        for v in ("writer", "sink", "boto3", "boto3_agg", "noop"):
+        for v in ("writer", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
             if f"{v}_{p}_records_per_s" in sm:
                 row(
                     f"{VARIANTS[v]}, {label} × {n:,}",
@@ -248,6 +249,13 @@ def table(result: dict[str, Any], source: str) -> str:
                 _r(sm, f"sink_vs_writer_{p}", 2, "×"),
                 "0.95–1.05×",
                 0.95 <= sv <= 1.05,
+            )
+        if _med(sm, f"writer_b_vs_writer_{p}") is not None:
+            row(
+                f"A/A control: foreach writer on a second stream / foreach writer, {label}",
+                _r(sm, f"writer_b_vs_writer_{p}", 2, "×"),
+                "the noise floor of the ratio above",
+                None,
             )
         r1, r2 = _med(sm, f"ratio_vs_boto3_{p}"), _med(sm, f"ratio_vs_boto3_agg_{p}")
         row(
@@ -305,6 +313,13 @@ def table(result: dict[str, Any], source: str) -> str:
             _r(sm, "sink_cpu_vs_writer", 2, "×"),
             "≤ 1.05×",
             sc <= 1.05,
+        )
+    if _med(sm, "writer_b_cpu_vs_writer") is not None:
+        row(
+            "A/A control: CPU per record (net), foreach writer on a second stream / foreach writer, 100 B",
+            _r(sm, "writer_b_cpu_vs_writer", 2, "×"),
+            "the noise floor of the ratio above",
+            None,
         )
     row("KPL daemon share of the writer's CPU", _r(sm, "daemon_cpu_share_writer", 2), "", None)
     for k2, v in result.get("backpressure", {}).items():

@@ -6,6 +6,7 @@ sample), plots in docs/img/, the table in docs/benchmarks.md (between the bench 
 last machine-readable line:
 
   bench: writer_rps=… boto3_rps=… ratio_vs_boto3=… ratio_vs_kpl=… sink_vs_writer=… sink_cpu_vs_writer=…
+         writer_b_vs_writer=… (the A/A control: the foreach writer against itself on a second stream)
          cpu_ratio_vs_kpl=…
          link_util_limited=… max_outstanding_over_limit=… hot_path_ns=…
 
@@ -210,6 +211,7 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
         for v in ("writer", "sink", "boto3", "boto3_agg"):
             b.create_stream(f"{v}-{payload}", shards)
     b.create_stream("bare-100", SHARDS[100])
+    b.create_stream("writer_b-100", SHARDS[100])
     with spark_side() as side:
         side.call(cmd="input", name="main", start=0, rows=ROWS, files=8)
         side.call(cmd="input", name="10k", start=0, rows=ROWS_10K, files=8)
@@ -243,12 +245,14 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
             return r
 
         # Warm-up: JIT, Python workers, the writer's pooled producers (each side once, not measured).
-        for v in ("writer", "sink", "boto3", "boto3_agg", "noop"):
+        for v in ("writer", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
             run(v, 100, "warm", -1)
         run("writer", 10240, "warm10k", -1)
         run("sink", 10240, "warm10k", -1)
-        # "sink" is the same writer through format("kinesis") (DataSource V2), beside foreach.
-        sides = ["writer", "sink", "boto3", "boto3_agg", "noop"]
+        # "sink" is the same writer through format("kinesis") (DataSource V2), beside foreach. "writer_b" is the
+        # foreach writer again on its own stream and daemon: the A/A control, what two identical sides differ by.
+        sides = ["writer", "sink", "writer_b", "boto3", "boto3_agg", "noop"]
+        sides_10k = ["writer", "sink", "boto3", "boto3_agg"]
         writer_100 = {**b.endpoint_options(), **WRITER}
         for rep in range(REPS):
             if classpath and rep % 2 == 1:
@@ -257,7 +261,7 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
                 run(v, 100, "main", rep)
             if classpath and rep % 2 == 0:
                 bare.append(bare_rep(classpath, writer_100, rep))
-            for v in rotate(sides[:4], rep):
+            for v in rotate(sides_10k, rep):
                 run(v, 10240, "10k", rep)
         # Where the CPU goes (not timed): a JFR recording of one more writer run and of one bare loop.
         profiles = {}
@@ -280,6 +284,7 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
         "writer-100": verify(b, "writer-100", ROWS, REPS + 1, ROWS // 10, 100),  # + the profiled run
         "writer-10240": verify(b, "writer-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
         "sink-100": verify(b, "sink-100", ROWS, REPS, ROWS // 10, 100),
+        "writer_b-100": verify(b, "writer_b-100", ROWS, REPS, ROWS // 10, 100),
         "sink-10240": verify(b, "sink-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
     }
     result["throughput_runs"] = runs
@@ -482,7 +487,11 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         reps = sorted(set(w) & set(s))
         if reps:  # the DataSource V2 sink over the foreach writer: one core, so ~1.0
             sm[f"sink_vs_writer_{payload}"] = spread([s[k]["records_per_s"] / w[k]["records_per_s"] for k in reps])
-        for v in ("writer", "sink", "boto3", "boto3_agg", "noop"):
+        wb = by("writer_b", payload)
+        reps = sorted(set(w) & set(wb))
+        if reps:  # the A/A control: the spread two identical sides show in this run
+            sm[f"writer_b_vs_writer_{payload}"] = spread([wb[k]["records_per_s"] / w[k]["records_per_s"] for k in reps])
+        for v in ("writer", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
             rs = by(v, payload)
             if rs:
                 sm[f"{v}_{payload}_records_per_s"] = spread([r["records_per_s"] for r in rs.values()])
@@ -530,6 +539,10 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
 
         sm["cpu_s_per_m_sink_net"] = spread([net(sink[k], k) / ROWS * 1e6 for k in both])
         sm["sink_cpu_vs_writer"] = spread([net(sink[k], k) / net(w[k], k) for k in both])
+        wb = by("writer_b", 100)
+        aa = sorted(set(both) & set(wb))
+        if aa:
+            sm["writer_b_cpu_vs_writer"] = spread([net(wb[k], k) / net(w[k], k) for k in aa])
     bp = result.get("backpressure", {})
     limited = [bp[k]["summary"] for k in ("queue_limit", "max_outstanding_bytes") if k in bp]
     if limited:
@@ -597,6 +610,7 @@ def main() -> int:
         "ratio_vs_kpl": fmt(sm.get("ratio_vs_kpl"), 2),
         "sink_vs_writer": fmt(sm.get("sink_vs_writer_100"), 2),
         "sink_cpu_vs_writer": fmt(sm.get("sink_cpu_vs_writer"), 2),
+        "writer_b_vs_writer": fmt(sm.get("writer_b_vs_writer_100"), 2),
         "cpu_ratio_vs_kpl": fmt(sm.get("cpu_ratio_vs_kpl"), 2),
         "link_util_limited": fmt(sm.get("link_util_limited"), 3),
         "max_outstanding_over_limit": fmt(sm.get("max_outstanding_over_limit"), 3),

@@ -163,7 +163,7 @@ class Bench:
         confirmed: list[int] = []
         writer: KinesisWriter | None = None
         dsw = df.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
-        if variant == "writer":
+        if variant in ("writer", "writer_b"):  # writer_b: the A/A control on its own stream
             writer = KinesisWriter(stream_name=stream, **cmd["writer"])
             dsw = dsw.foreach(writer)
         elif variant == "sink":  # the same writer through the DataSource V2 sink
@@ -204,6 +204,11 @@ class Bench:
         else:
             sent, failed = sum(confirmed), 0
         cpu = procs.cpu_by_kind(before, after, self.jvm_pid)
+        daemons = {  # each KPL daemon's share: the active stream's against the idle ones'
+            str(pid): round(p.cpu_s - (before[pid].cpu_s if pid in before else 0.0), 2)
+            for pid, p in after.items()
+            if procs.kind(p, self.jvm_pid) == "kpl_daemon"
+        }
         return {
             "variant": variant,
             "payload": payload,
@@ -214,6 +219,7 @@ class Bench:
             "records_per_s": rows / wall,
             "mb_per_s": rows * payload / wall / 1e6,
             "cpu_s": cpu,
+            "daemon_cpu_s": daemons,
             "backend_cpu_s": backend1 - backend0,
         }
 

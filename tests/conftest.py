@@ -33,6 +33,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "bad_input: one bad option, schema, row or environment and its error")
     config.addinivalue_line("markers", "faults: a fault scenario (throttling, outages, kills) with id accounting")
     config.addinivalue_line("markers", "every_line: also runs on the Spark 3.5 leg of `make test` (pyspark 3.5)")
+    config.addinivalue_line(
+        "markers",
+        "spark35_leg: in `make test`, runs on the Spark 3.5 leg instead of the Spark 4 one (line-independent code: "
+        "that leg finishes minutes earlier); `make pytest` still runs it on Spark 4",
+    )
 
 
 def _docker_available() -> bool:

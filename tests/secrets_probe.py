@@ -1,13 +1,17 @@
 """Runs a real query with canary secrets and prints every string a secret could leak into.
 
-usage: secrets_probe.py CONFIG_JSON (keys: input, checkpoint, stream, writer_options, jars, canaries)
+usage: secrets_probe.py CONFIG_FILE (JSON, keys: input, checkpoint, stream, writer_options, jars, canaries,
+sts_endpoint; a file, so that no canary is on this process's command line)
 Driver and executor share this JVM (local mode), so stderr carries both logs, at INFO.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
+from pathlib import Path
 
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark.sql import functions as F
@@ -15,15 +19,30 @@ from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import loopback_session_builder
 
 
+def scan_cmdlines(canary: dict[str, str]) -> tuple[int, list[str]]:
+    """KPL daemons seen, and the canaries found (in clear or hex) in any process's /proc/<pid>/cmdline."""
+    daemons, leaks = 0, set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        daemons += b"kinesis_producer" in line
+        for name, value in canary.items():
+            raw = value.encode()
+            if raw in line or raw.hex().encode() in line or raw.hex().upper().encode() in line:
+                leaks.add(name)
+    return daemons, sorted(leaks)
+
+
 def main() -> None:
-    cfg = json.loads(sys.argv[1])
+    cfg = json.loads(Path(sys.argv[1]).read_text())
     canary = cfg["canaries"]
     spark = loopback_session_builder("local[2]", "secrets-probe", cfg["jars"]).getOrCreate()
     opts = dict(cfg["writer_options"])
     opts.update(
         aws_access_key_id=canary["key"], aws_secret_access_key=canary["secret"], aws_session_token=canary["token"]
     )
-    opts["kpl"] = {**opts["kpl"], "ProxyPassword": canary["proxy"]}
     writer = KinesisWriter(stream_name=cfg["stream"], **opts)
     print("REPR", repr(writer), str(writer))
     df = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(cfg["input"])
@@ -37,6 +56,9 @@ def main() -> None:
     q = sw.option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).queryName("secrets_probe").start()
     q.awaitTermination(300)
     print("EXCEPTION", q.exception())
+    # The KPL daemon outlives the query (pooled): every process's command line, while it runs.
+    daemons, leaks = scan_cmdlines(canary)
+    print("CMDLINES", daemons, ",".join(leaks) or "-")
     print("PROGRESS", q.recentProgress)
     q.explain(True)
     print("STATUS", q.status)
@@ -51,13 +73,39 @@ def main() -> None:
             print("SQL", e.description(), e.details(), e.physicalPlanDescription(), e.metrics())
 
     # Error paths that carry the options: a bad KPL value and bad assume-role input, both with secrets set.
-    for bad in ({"kpl": {**opts["kpl"], "RecordTtl": 1}}, {"role_external_id": canary["external"]}):
+    # ProxyPassword is refused outright: the KPL would put it on its daemon's command line.
+    proxy = {"kpl": {**opts["kpl"], "ProxyPassword": canary["proxy"]}}
+    for bad in ({"kpl": {**opts["kpl"], "RecordTtl": 1}}, {"role_external_id": canary["external"]}, proxy):
         try:
             bad_writer = KinesisWriter(stream_name=cfg["stream"], **{**opts, **bad})
             if entry == "foreach":
                 df.writeStream.foreach(bad_writer)
             else:
                 df.writeStream.format("kinesis").options(**bad_writer.options()).start().awaitTermination(60)
+        except Exception as e:
+            print("ERROR", type(e).__name__, e)
+    # Credentials that fail at the first task (STS unreachable, a missing profile), with secrets set.
+    no_keys = {"aws_access_key_id": None, "aws_secret_access_key": None, "aws_session_token": None}
+    for bad in (
+        {
+            "role_arn": "arn:aws:iam::1:role/w",
+            "role_external_id": canary["external"],
+            "sts_endpoint": cfg["sts_endpoint"],
+        },
+        {**no_keys, "profile_name": "no-such-profile"},
+    ):
+        try:
+            merged = {k: v for k, v in {**opts, **bad}.items() if v is not None}
+            bad_writer = KinesisWriter(stream_name=cfg["stream"], **merged)
+            if entry == "foreach":  # a streaming query: awaitTermination raises the task's failure
+                ckpt = tempfile.mkdtemp()
+                df.writeStream.foreach(bad_writer).option("checkpointLocation", ckpt).trigger(
+                    availableNow=True
+                ).start().awaitTermination(60)
+            else:
+                batch = spark.createDataFrame([(b"1:x", "k")], "data binary, partitionKey string")
+                batch.write.format("kinesis").options(**bad_writer.options()).mode("append").save()
+            print("NO ERROR for", sorted(bad))
         except Exception as e:
             print("ERROR", type(e).__name__, e)
     try:

@@ -53,6 +53,13 @@ CASES = [
     c("queue-limit-str", "python", TypeError, "queue_limit must be int, got str", kwargs={"queue_limit": "10"}),
     c("queue-limit-zero", "python", ValueError, "queue_limit must be an int >= 1", kwargs={"queue_limit": 0}),
     c(
+        "role-duration-zero",
+        "python",
+        ValueError,
+        "role_duration_seconds must be a positive int",
+        kwargs={"role_duration_seconds": 0},
+    ),
+    c(
         "max-bytes-zero",
         "python",
         ValueError,
@@ -162,6 +169,13 @@ CASES = [
         kwargs={"role_external_id": "x"},
     ),
     c("role-not-arn", "attach", ValueError, "role_arn='admin' is not an IAM role ARN", kwargs={"role_arn": "admin"}),
+    c(
+        "duration-without-role",
+        "attach",
+        ValueError,
+        "role_duration_seconds only applies to assume-role",
+        kwargs={"role_duration_seconds": 900},
+    ),
     c(
         "partitioner-and-column",
         "attach",

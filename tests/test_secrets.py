@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import entries, probe_env, rows_for, session_jars, write_input
+from spark_kinesis_testkit.emulator import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CANARIES = {
@@ -33,7 +34,10 @@ def test_no_secret_in_any_output(kinesis, stream, tmp_path, entry):
         "jars": session_jars(),
         "canaries": CANARIES,
         "entry": entry,
+        "sts_endpoint": f"http://127.0.0.1:{free_port()}",  # nothing listens: assume-role fails at the first task
     }
+    config = tmp_path / "probe.json"
+    config.write_text(json.dumps(cfg))  # a file: the probe's own command line must not carry the canaries
     env = probe_env()
     env["PYTHONPATH"] = str(ROOT / "python")
     # Every JVM log line at INFO into a file (a file appender: PySpark's shell filter holds only the
@@ -47,7 +51,7 @@ def test_no_secret_in_any_output(kinesis, stream, tmp_path, entry):
     )
     env["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options -Dlog4j2.configurationFile={log4j.as_uri()} pyspark-shell"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "secrets_probe.py"), json.dumps(cfg)],
+        [sys.executable, str(ROOT / "tests" / "secrets_probe.py"), str(config)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -64,7 +68,14 @@ def test_no_secret_in_any_output(kinesis, stream, tmp_path, entry):
         assert "KinesisWriter(" + stream in out, "the plan/progress description names the writer"
     else:
         assert "kinesis:" + stream in out and "SQL " in out, "the progress and the SQL tab name the sink"
-    assert out.count("ERROR ") >= 3
+    assert out.count("ERROR ") >= 6 and "NO ERROR" not in out and "kpl.ProxyPassword is refused" in out
+    # The credential errors of the first task name their source (redacted) and the fix.
+    assert "No AWS credentials for the KPL from AssumeRole(roleArn=arn:aws:iam::1:role/w" in out
+    assert "No AWS credentials for the KPL from Profile(no-such-profile)" in out
+    # No canary on any process's command line (the KPL daemon's -k and -w carry a placeholder), in clear or hex.
+    scans = [line.split() for line in proc.stdout.splitlines() if line.startswith("CMDLINES ")]
+    assert scans and int(scans[0][1]) >= 1, "no KPL daemon was running when the command lines were read"
+    assert scans[0][2] == "-", f"secrets on a command line: {scans[0][2]}"
     # The KPL daemon logs at warning here: its start-up must not reach for EC2 instance metadata.
     assert "169.254.169.254" not in out and "EC2MetadataClient" not in out, "the KPL daemon probed EC2 metadata"
     leaks = {name: value for name, value in CANARIES.items() if value in out}

@@ -44,6 +44,7 @@ _OPTIONS: dict[str, _Option] = {
     "role_session_name": _Option(str, None, "spark-kinesis"),
     "role_external_id": _Option(str, secret=True),
     "sts_endpoint": _Option(str),
+    "role_duration_seconds": _Option(int, _POSITIVE),
 }
 _SECRETS = frozenset(name for name, o in _OPTIONS.items() if o.secret)
 _SECRET_KPL = frozenset({"ProxyPassword"})
@@ -89,6 +90,8 @@ class KinesisWriter:
     - ``role_session_name`` (str, default spark-kinesis): the assumed role's session name.
     - ``role_external_id`` (str): the external id the role's trust policy asks for.
     - ``sts_endpoint`` (str): the STS endpoint to assume the role at; default: the region's.
+    - ``role_duration_seconds`` (int): how long each assumed-role session lasts (AWS: 900 up to the role's
+      maximum); default: STS's, 1 hour. The writer refreshes the credentials before they expire.
     - ``kpl`` (dict): KPL settings under their exact ``KinesisProducerConfiguration`` names.
     """
 
@@ -112,6 +115,7 @@ class KinesisWriter:
         role_session_name: str | None = None,
         role_external_id: str | None = None,
         sts_endpoint: str | None = None,
+        role_duration_seconds: int | None = None,
         kpl: Mapping[str, KplValue] | None = None,
         **unknown: Any,
     ) -> None:
@@ -139,6 +143,7 @@ class KinesisWriter:
             role_session_name=role_session_name,
             role_external_id=role_external_id,
             sts_endpoint=sts_endpoint,
+            role_duration_seconds=role_duration_seconds,
         )
         self._options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         for name, value in self._options.items():

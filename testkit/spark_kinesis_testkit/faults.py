@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import socket
 import ssl
 import struct
@@ -46,6 +47,7 @@ __all__ = ["FaultFront"]
 T = TypeVar("T")
 
 _TARGET_PREFIX = "Kinesis_20131202."
+_SIGNER = re.compile(r"Credential=([^/,\s]+)/")  # SigV4: Credential=<key id>/<date>/<region>/<service>/aws4_request
 _JSON = "application/x-amz-json-1.1"
 # Not forwarded: connection-level headers, and ones aiohttp recomputes for the new connection/body.
 _HOP_BY_HOP = frozenset(
@@ -142,6 +144,7 @@ class FaultFront:
         self._fail_fraction = 0.0
         self._fail_mode = "http500"
         self._latency_s = 0.0
+        self._signers: dict[str, int] = {}  # access key id of each signed request -> requests
         self._outage_mode: str | None = None
         self._outage_timer: asyncio.TimerHandle | None = None
         self._outage_end: asyncio.Task[None] | None = None  # keeps the timer's task referenced
@@ -264,6 +267,10 @@ class FaultFront:
         """End the current outage now (no-op without one); when this returns, the port listens again."""
         self._run(self._end_outage())
 
+    def signers(self) -> dict[str, int]:
+        """Requests per access key id that signed them (SigV4 ``Credential=<key id>/...``): what Kinesis sees."""
+        return self._call(lambda: dict(self._signers))
+
     def stats(self) -> dict[str, int]:
         return self._call(lambda: dict(self._stats))
 
@@ -337,6 +344,9 @@ class FaultFront:
     # -- request handling --------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self._stats["requests"] += 1
+        signer = _SIGNER.search(request.headers.get("Authorization", ""))
+        key_id = signer.group(1) if signer else "<unsigned>"
+        self._signers[key_id] = self._signers.get(key_id, 0) + 1
         if self._outage_mode is not None:
             return self._reset(request)
         body = await request.read()

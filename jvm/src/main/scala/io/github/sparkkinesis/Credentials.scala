@@ -1,9 +1,12 @@
 package io.github.sparkkinesis
 
 import java.net.URI
+import java.util.concurrent.{CountDownLatch, TimeUnit}
+import java.util.concurrent.atomic.AtomicInteger
 
 import software.amazon.awssdk.auth.credentials.{
   AwsBasicCredentials,
+  AwsCredentials,
   AwsCredentialsProvider,
   AwsSessionCredentials,
   DefaultCredentialsProvider,
@@ -20,13 +23,22 @@ import software.amazon.awssdk.services.sts.model.AssumeRoleRequest
   */
 private[sparkkinesis] sealed trait Credentials extends Serializable {
   def provider(region: Option[String]): AwsCredentialsProvider
+
+  /** What to check when this source yields no credentials (the error names the source by its redacted `toString`). */
+  def fix: String
 }
 
 private[sparkkinesis] object Credentials {
 
   /** The SDK's default chain: env vars, system properties, web identity, profile, container, IMDS. */
   case object DefaultChain extends Credentials {
-    def provider(region: Option[String]): AwsCredentialsProvider = DefaultCredentialsProvider.create()
+    // Not the SDK's shared instance (`create()`), which keeps the first source that worked: each producer looks anew,
+    // so a web identity token file or profile that appears or changes later is read when the next producer starts.
+    def provider(region: Option[String]): AwsCredentialsProvider = DefaultCredentialsProvider.builder().build()
+    def fix: String =
+      "Give every executor credentials the SDK's default chain finds (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, " +
+        "AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN, a profile, or an instance or container role), or set " +
+        "aws_access_key_id/aws_secret_access_key, profile_name or role_arn."
     override def toString: String = "DefaultChain"
   }
 
@@ -38,6 +50,7 @@ private[sparkkinesis] object Credentials {
         case None    => AwsBasicCredentials.create(accessKeyId, secretAccessKey)
       }
     )
+    def fix: String = "Check aws_access_key_id, aws_secret_access_key and aws_session_token."
     override def toString: String =
       s"Static(accessKeyId=${Redact.secret}, secretAccessKey=${Redact.secret}" +
         sessionToken.fold("")(_ => s", sessionToken=${Redact.secret}") + ")"
@@ -45,6 +58,9 @@ private[sparkkinesis] object Credentials {
 
   final case class Profile(name: String) extends Credentials {
     def provider(region: Option[String]): AwsCredentialsProvider = ProfileCredentialsProvider.create(name)
+    def fix: String =
+      s"Check that profile '$name' exists, with credentials, in the shared credentials or config file of every " +
+        "executor (~/.aws/credentials, or the file AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE names)."
     override def toString: String = s"Profile($name)"
   }
 
@@ -53,6 +69,7 @@ private[sparkkinesis] object Credentials {
       sessionName: String,
       externalId: Option[String],
       stsEndpoint: Option[String],
+      durationSeconds: Option[Int],
       base: Credentials
   ) extends Credentials {
     def provider(region: Option[String]): AwsCredentialsProvider = {
@@ -61,6 +78,7 @@ private[sparkkinesis] object Credentials {
       stsEndpoint.foreach(e => sts.endpointOverride(URI.create(e)))
       val request = AssumeRoleRequest.builder().roleArn(roleArn).roleSessionName(sessionName)
       externalId.foreach(request.externalId)
+      durationSeconds.foreach(d => request.durationSeconds(Integer.valueOf(d)))
       StsAssumeRoleCredentialsProvider
         .builder()
         .stsClient(sts.build())
@@ -68,9 +86,88 @@ private[sparkkinesis] object Credentials {
         .asyncCredentialUpdateEnabled(true)
         .build()
     }
+    def fix: String =
+      s"Check role_arn, that the base credentials ($base) may call sts:AssumeRole on it (and role_external_id, if " +
+        "its trust policy asks for one), and that the executors reach STS (sts_endpoint, or the region's endpoint)."
     override def toString: String =
       s"AssumeRole(roleArn=$roleArn, sessionName=$sessionName" +
-        externalId.fold("")(_ => s", externalId=${Redact.secret}") + s", base=$base)"
+        externalId.fold("")(_ => s", externalId=${Redact.secret}") + durationSeconds.fold("")(d =>
+          s", durationSeconds=$d"
+        ) +
+        s", base=$base)"
+  }
+}
+
+/** Keeps credentials off the KPL daemon's command line, where every local user can read them (/proc/<pid>/cmdline).
+  *
+  * The KPL's `Daemon` (1.0.x) resolves its provider twice to build the daemon's `-k` and `-w` arguments, hex-encoded in
+  * clear, before it starts the process; then, once connected, on a loop every `CredentialsRefreshDelay`: the Kinesis
+  * credentials, then the metrics ones (the same provider when no metrics provider is set), each sent as a
+  * `SetCredentials` message through the pipe that also carries records, in order. This provider answers the first two
+  * calls with a placeholder and every later call with the real credentials. A call that starts after a successful real
+  * one means that one's message is queued for the daemon: [[awaitDelivered]] returns then, so a record put afterwards
+  * can only reach the daemon behind real credentials, and the placeholder never signs a request.
+  */
+private[sparkkinesis] final class PipeOnlyCredentials(real: AwsCredentialsProvider, source: Credentials)
+    extends AwsCredentialsProvider {
+  private val calls = new AtomicInteger()
+  private val delivered = new CountDownLatch(1)
+  @volatile private var lastSucceeded = false
+  @volatile private var failure: Throwable = _
+
+  override def resolveCredentials(): AwsCredentials = {
+    val n = calls.incrementAndGet()
+    if (n <= PipeOnlyCredentials.CommandLineCalls) PipeOnlyCredentials.Placeholder
+    else {
+      if (lastSucceeded) delivered.countDown()
+      try {
+        val c = real.resolveCredentials()
+        lastSucceeded = true
+        c
+      } catch {
+        case e: Throwable =>
+          if (delivered.getCount > 0) failure = e // later refresh failures are the KPL's to log and retry
+          lastSucceeded = false
+          throw e
+      }
+    }
+  }
+
+  /** Blocks until the daemon has real credentials queued; fails with the source's error and fix if it cannot. */
+  def awaitDelivered(timeoutMs: Long): Unit = {
+    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
+    while (!delivered.await(PipeOnlyCredentials.PollMs, TimeUnit.MILLISECONDS)) {
+      val f = failure
+      if (f != null)
+        throw new KinesisWriteException(
+          s"No AWS credentials for the KPL from $source: ${PipeOnlyCredentials.describe(f)}. ${source.fix}",
+          f
+        )
+      if (System.nanoTime() > deadline)
+        throw new KinesisWriteException(
+          if (calls.get <= PipeOnlyCredentials.CommandLineCalls)
+            s"The KPL daemon did not connect within $timeoutMs ms (see the KPL's log lines before this error)."
+          else s"No AWS credentials for the KPL from $source within $timeoutMs ms. ${source.fix}",
+          null
+        )
+    }
+  }
+
+  override def toString: String = s"PipeOnlyCredentials($source)"
+}
+
+private[sparkkinesis] object PipeOnlyCredentials {
+  private val CommandLineCalls = 2 // -k and -w
+  private val PollMs = 20L
+
+  /** What the daemon's command line carries: no secret, and a key id that names why if it ever shows up. */
+  val Placeholder: AwsCredentials =
+    AwsBasicCredentials.create("SPARK-KINESIS-PLACEHOLDER", "credentials-arrive-over-the-pipe")
+
+  /** The SDK's message, and its cause's when the message alone does not say what failed. */
+  private def describe(e: Throwable): String = {
+    val own = String.valueOf(e.getMessage)
+    Option(e.getCause).map(c => String.valueOf(c.getMessage)).filterNot(own.contains(_)).fold(own)(c => s"$own ($c)")
   }
 }
 

@@ -110,6 +110,7 @@ private[sparkkinesis] object KinesisWriterOptions {
   val RoleSessionName = "role_session_name"
   val RoleExternalId = "role_external_id"
   val StsEndpoint = "sts_endpoint"
+  val RoleDurationSeconds = "role_duration_seconds"
 
   /** KPL settings travel as `kpl.<ExactKplName>`; Python's `kpl={...}` dict becomes these keys. */
   val KplPrefix = "kpl."
@@ -147,7 +148,8 @@ private[sparkkinesis] object KinesisWriterOptions {
     OptionSpec(RoleArn, "string"),
     OptionSpec(RoleSessionName, "string", Some(DefaultRoleSessionName)),
     OptionSpec(RoleExternalId, "string", secret = true),
-    OptionSpec(StsEndpoint, "string") // the region's STS endpoint
+    OptionSpec(StsEndpoint, "string"), // the region's STS endpoint
+    OptionSpec(RoleDurationSeconds, "int") // STS's default (1 hour)
   )
   val optionNames: Seq[String] = table.map(_.name)
 
@@ -205,6 +207,13 @@ private[sparkkinesis] object KinesisWriterOptions {
         throw Parse.bad(Region, r, "an AWS region name such as us-east-1")
     }
 
+    if (kpl.keys.exists(_.equalsIgnoreCase("ProxyPassword")))
+      throw new IllegalArgumentException(
+        "kpl.ProxyPassword is refused: the KPL hands its whole configuration to its native daemon on the command " +
+          "line, which every local user can read (/proc/<pid>/cmdline). Use a proxy that admits the executors " +
+          "without a password (a source-address rule, or a local forwarding proxy that adds the credentials), with " +
+          "kpl.ProxyHost and kpl.ProxyPort."
+      )
     val producer = ProducerConfig(region, endpoint, parseCredentials(str), kpl)
     KplSettings.validate(producer.kplSettings)
 
@@ -280,7 +289,7 @@ private[sparkkinesis] object KinesisWriterOptions {
         s"Options $ProfileName and $AccessKeyId conflict: choose one credentials source."
       )
     if (role.isEmpty) {
-      Seq(RoleSessionName, RoleExternalId, StsEndpoint).find(k => str(k).isDefined).foreach { k =>
+      Seq(RoleSessionName, RoleExternalId, StsEndpoint, RoleDurationSeconds).find(k => str(k).isDefined).foreach { k =>
         throw new IllegalArgumentException(s"Option $k only applies to assume-role: set $RoleArn too, or remove $k.")
       }
     }
@@ -299,6 +308,13 @@ private[sparkkinesis] object KinesisWriterOptions {
           str(RoleSessionName).getOrElse(DefaultRoleSessionName),
           str(RoleExternalId),
           str(StsEndpoint),
+          str(RoleDurationSeconds).map { v =>
+            val n = Parse.int(RoleDurationSeconds, v)
+            if (n < 1)
+              throw Parse
+                .bad(RoleDurationSeconds, v, "a positive number of seconds (AWS allows 900 up to the role's maximum)")
+            n
+          },
           base
         )
       case None => base

@@ -22,8 +22,12 @@ private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) exte
   /** The KPL producer itself (the benchmarks' bare loop drives the same configured producer). */
   private[sparkkinesis] val kpl: KinesisProducer = {
     val c = KplSettings.applyTo(new software.amazon.kinesis.producer.KinesisProducerConfiguration(), config.kplSettings)
-    c.setCredentialsProvider(config.credentials.provider(config.region))
-    new KinesisProducer(c)
+    val credentials = new PipeOnlyCredentials(config.credentials.provider(config.region), config.credentials)
+    c.setCredentialsProvider(credentials) // also the metrics credentials: the KPL falls back to it
+    val producer = new KinesisProducer(c)
+    try credentials.awaitDelivered(KplProducerClient.CredentialsTimeoutMs)
+    catch { case e: Throwable => producer.destroy(); throw e }
+    producer
   }
 
   def put(r: KinesisRecord): ListenableFuture[UserRecordResult] =
@@ -41,4 +45,10 @@ private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) exte
       }
     }.toMap
   }
+}
+
+private[sparkkinesis] object KplProducerClient {
+
+  /** Bounds the start: the daemon connects, then its first credentials (an STS call, at most) are resolved. */
+  val CredentialsTimeoutMs = 30000L
 }

@@ -70,6 +70,8 @@ class OptionsSuite extends AnyFunSuite {
     Seq("aws_session_token" -> "t") -> Seq("aws_session_token needs"),
     Seq("role_session_name" -> "n") -> Seq("only applies to assume-role", "role_arn"),
     Seq("role_arn" -> "my-role") -> Seq("not an IAM role ARN"),
+    Seq("role_duration_seconds" -> "900") -> Seq("only applies to assume-role", "role_arn"),
+    Seq("role_arn" -> "arn:aws:iam::1:role/r", "role_duration_seconds" -> "0") -> Seq("role_duration_seconds='0'"),
     Seq("profile_name" -> "p", "aws_access_key_id" -> "k", "aws_secret_access_key" -> "s") -> Seq("conflict")
   )
 
@@ -94,6 +96,12 @@ class OptionsSuite extends AnyFunSuite {
         .producer
         .kplSettings("Region") == "us-west-2"
     )
+  }
+
+  test("kpl.ProxyPassword is refused (it would sit on the daemon's command line), without echoing it") {
+    val msg = rejected("kpl.ProxyPassword" -> "hunter2")
+    assert(msg.contains("kpl.ProxyPassword is refused") && msg.contains("/proc/<pid>/cmdline"))
+    assert(!msg.contains("hunter2"))
   }
 
   test("a secret in a bad KPL value is not echoed") {

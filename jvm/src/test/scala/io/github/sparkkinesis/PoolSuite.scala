@@ -75,7 +75,8 @@ class PoolSuite extends AnyFunSuite {
           "aws_access_key_id" -> "AKIAXXXXSECRET",
           "aws_secret_access_key" -> "s3cr3t",
           "aws_session_token" -> "tok3n",
-          "kpl.ProxyPassword" -> "pr0xy"
+          "role_arn" -> "arn:aws:iam::1:role/r",
+          "role_external_id" -> "pr0xy"
         )
       )
       .producer

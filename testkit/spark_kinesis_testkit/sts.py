@@ -1,0 +1,85 @@
+"""A real STS on loopback: moto's server (PyPI ``moto[server]``), for assume-role and web identity end to end.
+
+moto issues a fresh temporary key for every AssumeRole / AssumeRoleWithWebIdentity and remembers whose it is:
+``caller_arn(key_id)`` asks it (GetCallerIdentity, which moto answers from the key id alone), so a test can tell an
+assumed role's key from a base key by what STS says, not by its shape. With ``refuse_unknown_keys`` moto checks
+signatures against its IAM users (it has none), so every signed call is refused with ``InvalidClientTokenId``, as
+STS refuses keys it does not know.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from spark_kinesis_testkit.emulator import REGION, free_port, stop_process
+
+
+class MotoSts:
+    def __init__(self, refuse_unknown_keys: bool = False, startup_timeout_s: float = 30.0) -> None:
+        self.refuse_unknown_keys = refuse_unknown_keys
+        self.startup_timeout_s = startup_timeout_s
+        self.port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log = Path(tempfile.mkstemp(prefix="moto-sts-", suffix=".log")[1])
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> MotoSts:
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        if self.refuse_unknown_keys:
+            env["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
+        server = Path(sys.executable).with_name("moto_server")
+        with self._log.open("wb") as log:
+            self._proc = subprocess.Popen(
+                [str(server), "-H", "127.0.0.1", "-p", str(self.port)], stdout=log, stderr=subprocess.STDOUT, env=env
+            )
+        deadline = time.monotonic() + self.startup_timeout_s
+        while True:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"moto_server exited with {self._proc.returncode}: {self._log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"moto_server not ready after {self.startup_timeout_s}s")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            stop_process(self._proc)
+            self._proc = None
+
+    def __enter__(self) -> MotoSts:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def client(self, key_id: str = "AKIASTSCLIENT0000000", secret: str = "sts-client-secret") -> Any:
+        import boto3
+
+        return boto3.client(
+            "sts",
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id=key_id,
+            aws_secret_access_key=secret,
+        )
+
+    def caller_arn(self, key_id: str) -> str:
+        """Who STS says ``key_id`` belongs to (a role's: ``arn:aws:sts::<account>:assumed-role/<role>/<session>``)."""
+        return str(self.client(key_id).get_caller_identity()["Arn"])

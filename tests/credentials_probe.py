@@ -1,0 +1,95 @@
+"""Writes through the writer once per credentials case, in one Spark JVM whose environment the test chose.
+
+usage: credentials_probe.py CONFIG_FILE (JSON; a file, so that no secret is on this process's command line)
+  jars, secrets ({name: value}: what no process's command line may carry), cases: a list of
+  {name, stream, options (KinesisWriter keywords), n, mode ("batch" | "stream"), input, checkpoint,
+   write_file ([path, text], written before the case runs)}
+Prints ``CASE <name> OK <seconds>`` or ``CASE <name> ERROR <seconds> <message>`` per case, and after each case
+``CMDLINE <name> <processes read> <KPL daemons> <leaked secret names>``: every process's /proc/<pid>/cmdline, read
+while the case's KPL daemon is alive (pooled producers outlive their query).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from helpers import payload  # this file's directory is first on sys.path
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit.emulator import loopback_session_builder
+
+
+def cmdlines(secrets: dict[str, str]) -> tuple[int, int, list[str]]:
+    """Every readable process's command line: how many, how many KPL daemons, which secrets appear (clear or hex)."""
+    forms = {n: (v.encode(), v.encode().hex().encode(), v.encode().hex().upper().encode()) for n, v in secrets.items()}
+    seen, daemons, leaks = 0, 0, set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        seen += 1
+        daemons += b"kinesis_producer" in line
+        leaks.update(n for n, fs in forms.items() if any(f in line for f in fs))
+    return seen, daemons, sorted(leaks)
+
+
+def batch(spark: SparkSession, writer: KinesisWriter, n: int) -> None:
+    rows = [(payload(i), f"k{i % 7}") for i in range(n)]
+    df = spark.createDataFrame(rows, "data binary, partitionKey string").repartition(2)
+    df.write.format("kinesis").options(**writer.options()).mode("append").save()
+
+
+def stream(spark: SparkSession, writer: KinesisWriter, n: int, case: dict[str, Any]) -> None:
+    """One file per micro-batch, a batch a second: long enough for several credential refreshes."""
+    src = spark.readStream.schema("id LONG, pk STRING, b64 STRING").option("maxFilesPerTrigger", 1).json(case["input"])
+    df: DataFrame = src.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
+    q = (
+        df.writeStream.foreach(writer)
+        .option("checkpointLocation", case["checkpoint"])
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    deadline = time.monotonic() + 120
+    try:
+        while sum(p["numInputRows"] for p in q.recentProgress) < n:
+            if q.exception() is not None:
+                raise RuntimeError(str(q.exception()))
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{sum(p['numInputRows'] for p in q.recentProgress)} of {n} rows after 120 s")
+            time.sleep(0.2)
+    finally:
+        q.stop()
+
+
+def main() -> None:
+    cfg = json.loads(Path(sys.argv[1]).read_text())
+    spark = loopback_session_builder("local[2]", "credentials-probe", cfg["jars"]).getOrCreate()
+    for case in cfg["cases"]:
+        if case.get("write_file"):
+            Path(case["write_file"][0]).write_text(case["write_file"][1])
+        t0 = time.monotonic()
+        try:
+            writer = KinesisWriter(stream_name=case["stream"], **case["options"])
+            if case.get("mode") == "stream":
+                stream(spark, writer, case["n"], case)
+            else:
+                batch(spark, writer, case["n"])
+            print("CASE", case["name"], "OK", f"{time.monotonic() - t0:.1f}", flush=True)
+        except Exception as e:  # the message is what the test checks
+            message = " ".join(str(e).split())
+            print("CASE", case["name"], "ERROR", f"{time.monotonic() - t0:.1f}", message[:4000], flush=True)
+        seen, daemons, leaks = cmdlines(cfg["secrets"])
+        print("CMDLINE", case["name"], seen, daemons, ",".join(leaks) or "-", flush=True)
+    spark.stop()
+    print("DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main()
