@@ -205,6 +205,7 @@ def via_front(kinesis: Any, front: Any, **kpl: Any) -> dict[str, Any]:
     return {**kinesis.writer_options(**kpl), "endpoint": front.endpoint}
 
 
+@pytest.mark.spark35_leg  # the KPL against the fault front, line-independent: where `make test` has room
 @pytest.mark.faults
 @pytest.mark.e2e
 def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
@@ -282,6 +283,7 @@ def test_outage_shorter_than_record_ttl_is_ridden_through(kinesis, stream, tmp_p
     report("outage-shorter-than-ttl", kinesis, stream, n)
 
 
+@pytest.mark.spark35_leg  # the KPL against the fault front, line-independent: where `make test` has room
 @pytest.mark.faults
 @pytest.mark.e2e
 def test_outage_longer_than_record_ttl_fails_then_restart_completes(kinesis, stream, tmp_path, front):

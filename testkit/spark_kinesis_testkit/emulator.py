@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,21 +116,13 @@ class KinesisMock:
             [node, str(self.main_js)], env=env, stdout=fd, stderr=subprocess.STDOUT, cwd=tempfile.gettempdir()
         )
         os.close(fd)
-        deadline = time.monotonic() + self.startup_timeout_s
         url = f"http://127.0.0.1:{self.plain_port}/healthcheck"
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"kinesis-mock exited with {self._proc.returncode}: {self.log_tail()}")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise TimeoutError(f"kinesis-mock not ready after {self.startup_timeout_s}s: {self.log_tail()}")
-            time.sleep(0.05)
+        try:
+            wait_http_ready(self._proc, url, self.startup_timeout_s, "kinesis-mock", self.log_tail)
+        except TimeoutError:
+            self.stop()
+            raise
+        return self
 
     def stop(self) -> None:
         # kinesis-mock waits ~10 s for open keep-alive connections (a live KPL daemon's) before it exits;
@@ -185,6 +177,25 @@ class KinesisMock:
 
     def create_stream(self, name: str, shards: int, timeout_s: float = 30.0) -> None:
         create_stream(self.client(), name, shards, timeout_s)
+
+
+def wait_http_ready(
+    proc: subprocess.Popen[bytes], url: str, timeout_s: float, name: str, log_tail: Callable[[], str]
+) -> None:
+    """Poll ``url`` until it answers 200 (a local server ``proc`` starting); fail at once if ``proc`` exits."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode}: {log_tail()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{name} not ready after {timeout_s}s: {log_tail()}")
+        time.sleep(0.05)
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:

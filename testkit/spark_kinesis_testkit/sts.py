@@ -13,12 +13,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from spark_kinesis_testkit.emulator import REGION, free_port, stop_process
+from spark_kinesis_testkit.emulator import REGION, free_port, stop_process, wait_http_ready
 
 
 class MotoSts:
@@ -43,20 +41,15 @@ class MotoSts:
             self._proc = subprocess.Popen(
                 [str(server), "-H", "127.0.0.1", "-p", str(self.port)], stdout=log, stderr=subprocess.STDOUT, env=env
             )
-        deadline = time.monotonic() + self.startup_timeout_s
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"moto_server exited with {self._proc.returncode}: {self._log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise TimeoutError(f"moto_server not ready after {self.startup_timeout_s}s")
-            time.sleep(0.05)
+        try:
+            wait_http_ready(self._proc, f"{self.endpoint}/moto-api/", self.startup_timeout_s, "moto_server", self._tail)
+        except TimeoutError:
+            self.stop()
+            raise
+        return self
+
+    def _tail(self) -> str:
+        return self._log.read_text(errors="replace")[-2000:]
 
     def stop(self) -> None:
         if self._proc is not None:
