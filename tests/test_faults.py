@@ -236,6 +236,7 @@ def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
     )
 
 
+@pytest.mark.spark35_leg  # the KPL against the fault front, line-independent: where `make test` has room
 @pytest.mark.faults
 @pytest.mark.e2e
 def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
@@ -270,6 +271,7 @@ def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
     )
 
 
+@pytest.mark.spark35_leg  # the KPL against the fault front, line-independent: where `make test` has room
 @pytest.mark.faults
 @pytest.mark.e2e
 def test_outage_shorter_than_record_ttl_is_ridden_through(kinesis, stream, tmp_path, front):
