@@ -12,7 +12,6 @@ while the case's KPL daemon is alive (pooled producers outlive their query).
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -22,22 +21,8 @@ from helpers import payload  # this file's directory is first on sys.path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit import procs
 from spark_kinesis_testkit.emulator import loopback_session_builder
-
-
-def cmdlines(secrets: dict[str, str]) -> tuple[int, int, list[str]]:
-    """Every readable process's command line: how many, how many KPL daemons, which secrets appear (clear or hex)."""
-    forms = {n: (v.encode(), v.encode().hex().encode(), v.encode().hex().upper().encode()) for n, v in secrets.items()}
-    seen, daemons, leaks = 0, 0, set()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            line = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        seen += 1
-        daemons += b"kinesis_producer" in line
-        leaks.update(n for n, fs in forms.items() if any(f in line for f in fs))
-    return seen, daemons, sorted(leaks)
 
 
 def batch(spark: SparkSession, writer: KinesisWriter, n: int) -> None:
@@ -85,7 +70,7 @@ def main() -> None:
         except Exception as e:  # the message is what the test checks
             message = " ".join(str(e).split())
             print("CASE", case["name"], "ERROR", f"{time.monotonic() - t0:.1f}", message[:4000], flush=True)
-        seen, daemons, leaks = cmdlines(cfg["secrets"])
+        seen, daemons, leaks = procs.secrets_on_command_lines(cfg["secrets"])
         print("CMDLINE", case["name"], seen, daemons, ",".join(leaks) or "-", flush=True)
     spark.stop()
     print("DONE", flush=True)

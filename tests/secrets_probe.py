@@ -8,30 +8,14 @@ Driver and executor share this JVM (local mode), so stderr carries both logs, at
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit import procs
 from spark_kinesis_testkit.emulator import loopback_session_builder
-
-
-def scan_cmdlines(canary: dict[str, str]) -> tuple[int, list[str]]:
-    """KPL daemons seen, and the canaries found (in clear or hex) in any process's /proc/<pid>/cmdline."""
-    daemons, leaks = 0, set()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            line = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        daemons += b"kinesis_producer" in line
-        for name, value in canary.items():
-            raw = value.encode()
-            if raw in line or raw.hex().encode() in line or raw.hex().upper().encode() in line:
-                leaks.add(name)
-    return daemons, sorted(leaks)
 
 
 def main() -> None:
@@ -55,14 +39,14 @@ def main() -> None:
     q = sw.option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).queryName("secrets_probe").start()
     # Every process's command line, over and over while the query runs, and once more after it (the pooled KPL
     # daemon outlives the query).
-    scans: list[tuple[int, list[str]]] = []
+    scans: list[tuple[int, int, list[str]]] = []
     while q.isActive:
-        scans.append(scan_cmdlines(canary))
+        scans.append(procs.secrets_on_command_lines(canary))
         q.awaitTermination(0.1)
     q.awaitTermination(300)
     print("EXCEPTION", q.exception())
-    scans.append(scan_cmdlines(canary))
-    daemons, leaks = max(d for d, _ in scans), sorted({name for _, found in scans for name in found})
+    scans.append(procs.secrets_on_command_lines(canary))
+    daemons, leaks = max(d for _, d, _ in scans), sorted({name for _, _, found in scans for name in found})
     print("CMDLINES", daemons, ",".join(leaks) or "-")
     print("PROGRESS", q.recentProgress)
     q.explain(True)

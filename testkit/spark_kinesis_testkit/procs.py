@@ -57,6 +57,23 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def secrets_on_command_lines(secrets: dict[str, str]) -> tuple[int, int, list[str]]:
+    """Every readable process's /proc/<pid>/cmdline: how many were read, how many are KPL daemons, and the names of
+    the ``secrets`` found in any of them, in clear or hex (the KPL hex-encodes its daemon's arguments)."""
+    forms = {n: (v.encode(), v.encode().hex().encode(), v.encode().hex().upper().encode()) for n, v in secrets.items()}
+    seen, daemons = 0, 0
+    leaks: set[str] = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        seen += 1
+        daemons += b"kinesis_producer" in line
+        leaks.update(n for n, fs in forms.items() if any(f in line for f in fs))
+    return seen, daemons, sorted(leaks)
+
+
 def find(root: int, needle: str) -> list[int]:
     """Live descendants of ``root`` (not ``root`` itself) whose command line contains ``needle``."""
     return [pid for pid in tree(root) if pid != root and needle in _cmdline(pid)]

@@ -179,11 +179,7 @@ private[sparkkinesis] object KinesisWriterOptions {
       .getOrElse(default)
 
     val queueLimit = str(QueueLimit)
-      .map { v =>
-        val n = Parse.int(QueueLimit, v)
-        if (n < 1) throw Parse.bad(QueueLimit, v, "at least 1 (records outstanding in the KPL per executor JVM)")
-        n
-      }
+      .map(Parse.positiveInt(QueueLimit, _, "at least 1 (records outstanding in the KPL per executor JVM)"))
       .getOrElse(DefaultQueueLimit)
 
     val kpl = SortedMap(kplRaw.map { case (k, v) => k.stripPrefix(KplPrefix) -> v }.toSeq: _*)
@@ -308,13 +304,13 @@ private[sparkkinesis] object KinesisWriterOptions {
           str(RoleSessionName).getOrElse(DefaultRoleSessionName),
           str(RoleExternalId),
           str(StsEndpoint),
-          str(RoleDurationSeconds).map { v =>
-            val n = Parse.int(RoleDurationSeconds, v)
-            if (n < 1)
-              throw Parse
-                .bad(RoleDurationSeconds, v, "a positive number of seconds (AWS allows 900 up to the role's maximum)")
-            n
-          },
+          str(RoleDurationSeconds).map(
+            Parse.positiveInt(
+              RoleDurationSeconds,
+              _,
+              "a positive number of seconds (AWS allows 900 up to the role's maximum)"
+            )
+          ),
           base
         )
       case None => base
