@@ -26,7 +26,7 @@ JAR_STAMP := .cache/jar.stamp
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
-	@echo "make demo   - a streaming query into the embedded Kinesis, read back and checked"
+	@echo "make demo   - the same query without a bound and with queue_limit behind shard quotas (~2 min): live lines, a plot, every record checked"
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
 	@echo "make bench  - benchmarks (~40 min): vs boto3, vs a bare KPL loop, backpressure runs, JMH -> docs/benchmarks.md"
@@ -99,7 +99,11 @@ pytest: venv emulator jar
 pytest35: venv35 emulator jar
 	$(PY35) -m pytest tests -m every_line $(PYTEST_ARGS)
 
-demo: venv emulator jar
+$(VENV)/.demo-stamp: tools/requirements-demo.txt $(VENV)/.stamp
+	$(PY) -m pip install -q -r tools/requirements-demo.txt
+	touch $@
+
+demo: venv emulator jar $(VENV)/.demo-stamp
 	$(PY) tools/demo.py
 
 # Not part of `make test`: SOAK_MINUTES (default 10) at the queue limit behind enforced shard limits.
@@ -125,8 +129,10 @@ lint: venv
 	$(VENV)/bin/ruff format --check python tests tools bench testkit
 	$(VENV)/bin/mypy --config-file python/pyproject.toml python/spark_kinesis testkit/spark_kinesis_testkit
 
+# Fixes what lint checks but mypy (types are not formatting); ruff check --fix still fails on what it cannot fix.
 fmt: venv
-	$(SBT) scalafmtAll scalafmtSbt </dev/null
+	$(SBT) scalafmtAll bench/scalafmtAll scalafmtSbt </dev/null
+	$(VENV)/bin/ruff check --fix python tests tools bench testkit
 	$(VENV)/bin/ruff format python tests tools bench testkit
 
 clean:

@@ -1,4 +1,4 @@
-"""Acceptance 4: a small queue_limit holds the records in flight (and so the KPL's queue) down while
+"""A small queue_limit holds the records in flight (and so the KPL's queue) down while
 a workload that outruns the emulator is written, and nothing is lost."""
 
 from __future__ import annotations

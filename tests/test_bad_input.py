@@ -1,4 +1,4 @@
-"""Issue 4: every wrong option, schema, row or environment gets a clear error, fast, by name.
+"""Every wrong option, schema, row or environment gets a clear error, fast, by name.
 
 One table: each case says where it fails (python / attach / row / environment), the exception type,
 what the message must name, and the time bound (10 s from the action to the error). Option and

@@ -1,4 +1,4 @@
-"""Issue 5: nothing is lost when Kinesis throttles or fails, the endpoint drops, the KPL daemon
+"""Nothing is lost when Kinesis throttles or fails, the endpoint drops, the KPL daemon
 dies, a task or an executor fails, or the driver dies. Each scenario streams ids 0..N-1 with a
 checkpoint, restarts from it where the scenario stops the query, reads the stream back and
 reports sent / delivered / missing (must be 0) / duplicates.

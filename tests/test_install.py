@@ -1,4 +1,4 @@
-"""Acceptance 8: the two install paths, each running a real query from a clean interpreter.
+"""The two install paths, each running a real query from a clean interpreter.
 
 (a) the wheel built from python/, installed into a fresh venv, using only the jar it carries;
 (b) spark-submit --packages resolving the thin jar and the KPL from a local Maven repository.

@@ -1,4 +1,4 @@
-"""Issue 3: the writer's metrics reach Spark's metrics sinks per executor and per stream, and the
+"""The writer's metrics reach Spark's metrics sinks per executor and per stream, and the
 driver-side totals (accumulators, `writer.metrics()`) add up to what was read back."""
 
 from __future__ import annotations

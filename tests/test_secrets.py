@@ -1,4 +1,4 @@
-"""Issue 4: secrets never appear in reprs, plans, progress, errors or the logs the writer controls."""
+"""Secrets never appear in reprs, plans, progress, errors or the logs the writer controls."""
 
 from __future__ import annotations
 

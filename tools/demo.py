@@ -1,8 +1,26 @@
-"""make demo: a rate source -> to_json -> KinesisWriter (queue-limited) -> embedded Kinesis, read back.
+"""make demo: why the KPL's queue needs a bound, in about a minute, on the embedded Kinesis.
 
-The last line is machine-readable:
+The same query runs twice, side by side, on one Spark session: text files of ids -> ~1 KiB JSON
+records -> KinesisWriter -> the fault front (per-shard quotas, as real Kinesis enforces them) ->
+kinesis-mock. Input arrives several times faster than the streams' shards accept it.
+
+- "no bound": the writer with its limits off, as the KPL is used alone. Each micro-batch goes to
+  the KPL whole, the query falls behind, batches grow, the KPL daemon's queue and memory grow with
+  them, and records wait in it past the KPL's RecordTtl (30 s) and expire. The run sets
+  fail_on_error=False so it can count them: by default the query would fail at the first one.
+- "queue_limit": the writer blocks while QUEUE_LIMIT records are outstanding: the backlog stays in
+  the source (the input files), the link stays full and the daemon's memory flat.
+
+A live line per run shows records confirmed, outstanding against the limit, the daemon's memory and
+the confirmed rate. Both queries end on a batch boundary (the input ends; processAllAvailable()
+before stop()). Both streams are then read back record by record, a PNG of outstanding records and
+daemon RSS over time is written (its path is printed), and the last line is machine-readable, for
+the bounded run:
   demo: sent=<n> delivered=<n> missing=0 duplicates=<n> backpressure_cycles=<n> records_per_s=<x>
-Exits non-zero if any sent record is missing.
+Exits non-zero if the bounded run misses any record.
+
+Knobs (environment): DEMO_FEED_SECONDS [10], DEMO_ROWS_PER_S [3000], DEMO_SHARD_KIB_PER_S [256]. The
+defaults keep both streams together at ~1 MiB/s, what kinesis-mock ingests comfortably.
 """
 
 from __future__ import annotations
@@ -11,81 +29,315 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # Before the JVM starts (the KPL daemon inherits its environment): no EC2 metadata probes.
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
 from spark_kinesis import KinesisWriter
-from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder, read_stream
+from spark_kinesis_testkit import procs
+from spark_kinesis_testkit.emulator import (
+    KinesisMock,
+    loopback_session_builder,
+    loopback_writer_options,
+    producer_snapshot,
+    read_stream,
+)
+from spark_kinesis_testkit.faults import FaultFront
 
-STREAM = "demo-events"
-SHARDS = 8
-ROWS_PER_BATCH = int(os.environ.get("DEMO_ROWS_PER_BATCH", "3000"))
-SECONDS = float(os.environ.get("DEMO_SECONDS", "25"))
-QUEUE_LIMIT = 2000
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / ".cache" / "demo"
+SHARDS = 2
+SHARD_BYTES_PER_S = int(os.environ.get("DEMO_SHARD_KIB_PER_S", "256")) * 1024
+ROWS_PER_S = int(os.environ.get("DEMO_ROWS_PER_S", "3000"))
+FEED_SECONDS = float(os.environ.get("DEMO_FEED_SECONDS", "10"))
+PAYLOAD = 1000  # bytes of padding per record: ~1 KiB records, so the shards' byte quota is the limit
+PARTITIONS = 2  # tasks per micro-batch and query
+QUEUE_LIMIT = 500  # ~1 s of this link (docs/configuration.md, "Sizing queue_limit")
+SAMPLE_S = 0.5
+NO_BOUND = {"queue_limit": 2**31 - 1, "max_outstanding_bytes": 2**62, "fail_on_error": False}
+
+
+@dataclass
+class Run:
+    label: str
+    stream: str
+    limits: dict[str, Any]
+    writer: KinesisWriter | None = None
+    query: Any = None
+    daemon: int = 0
+    start: float = 0.0
+    samples: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def limit_text(self) -> str:
+        return f"/{self.limits['queue_limit']:,}" if self.limits["queue_limit"] < 2**31 - 1 else ""
+
+
+def feed(directory: Path, stop: threading.Event) -> int:
+    """Writes ROWS_PER_S ids a second for FEED_SECONDS as small text files; returns how many."""
+    step, n, k = 0.25, 0, 0
+    per_file = int(ROWS_PER_S * step)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < FEED_SECONDS and not stop.is_set():
+        tmp = directory / f".part-{k:05d}.tmp"  # hidden: Spark lists only the renamed file
+        tmp.write_text("".join(f"{i}\n" for i in range(n, n + per_file)))
+        tmp.rename(directory / f"part-{k:05d}.txt")
+        n, k = n + per_file, k + 1
+        stop.wait(max(0.0, t0 + k * step - time.monotonic()))
+    return n
+
+
+def records(spark: SparkSession, directory: Path) -> DataFrame:
+    ids = spark.readStream.text(str(directory)).select(F.col("value").cast("long").alias("id"))
+    return ids.select(
+        F.col("id").cast("string").alias("partitionKey"),
+        F.to_json(F.struct("id", F.repeat(F.lit("x"), PAYLOAD).alias("pad"))).alias("data"),
+    ).coalesce(PARTITIONS)
+
+
+def wait_for_daemon(jvm_pid: int, known: set[int], query: Any, timeout_s: float = 60.0) -> int:
+    """The KPL daemon a query's first task started: the one not in ``known``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if query.exception() is not None:
+            raise SystemExit(f"demo: query failed: {query.exception()}")
+        new = set(procs.kpl_daemons(jvm_pid)) - known
+        if new:
+            return min(new)
+        time.sleep(0.1)
+    raise SystemExit(f"demo: no KPL daemon started within {timeout_s:.0f} s")
+
+
+def sample_until(spark: SparkSession, runs: list[Run], stop: threading.Event) -> None:
+    """Every SAMPLE_S: each run's producer (by stream) and its daemon's RSS, on the run's own clock."""
+    while not stop.wait(SAMPLE_S):
+        live = {p.source.rsplit(".", 1)[-1]: p for p in producer_snapshot(spark)}
+        now = time.monotonic()
+        for r in runs:
+            p = live.get(r.stream)
+            if p is None or not r.daemon:
+                continue
+            r.samples.append(
+                {
+                    "t": now - r.start,
+                    "outstanding": p.in_flight_records,
+                    "confirmed": p.records_sent,
+                    "expired": p.records_failed,
+                    "rss_mib": procs.rss_bytes(r.daemon) / 2**20,
+                }
+            )
+
+
+def show(console: Console, runs: list[Run], waiter: threading.Thread) -> None:
+    """The live lines until ``waiter`` ends: redrawn in place on a terminal, printed every 5 s otherwise."""
+    if console.is_terminal:
+        with Live(display(runs), console=console, refresh_per_second=4) as live:
+            while waiter.is_alive():
+                live.update(display(runs))
+                waiter.join(0.25)
+            live.update(display(runs))
+        return
+    while waiter.is_alive():
+        print(display(runs).plain, flush=True)
+        waiter.join(5.0)
+    print(display(runs).plain, flush=True)
+
+
+def line(r: Run) -> Text:
+    if not r.samples:
+        return Text(f"{r.label:>11}  starting")
+    s = r.samples[-1]
+    back = [x for x in r.samples if x["t"] >= s["t"] - 2.0]
+    rate = (s["confirmed"] - back[0]["confirmed"]) / max(1e-9, s["t"] - back[0]["t"])
+    text = Text(f"{r.label:>11}  ", style="bold")
+    text.append(f"confirmed {int(s['confirmed']):>6,}  outstanding {int(s['outstanding']):>6,}{r.limit_text:<5}  ")
+    text.append(f"KPL RSS {s['rss_mib']:5.0f} MiB  {rate:5.0f} rec/s")
+    if s["expired"]:
+        text.append(f"  expired {int(s['expired']):,}", style="red")
+    return text
+
+
+def display(runs: list[Run]) -> Text:
+    return Text("\n").join(line(r) for r in runs)
+
+
+def plot(runs: list[Run], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    for r, color in zip(runs, ("tab:red", "tab:blue")):
+        t = [s["t"] for s in r.samples]
+        ax1.plot(t, [s["outstanding"] for s in r.samples], color=color, label=r.label)
+        ax2.plot(t, [s["rss_mib"] for s in r.samples], color=color, label=r.label)
+    ax1.axhline(QUEUE_LIMIT, color="tab:blue", linestyle=":", linewidth=1, label=f"queue_limit={QUEUE_LIMIT}")
+    ax1.set_ylabel("records outstanding in the KPL")
+    ax2.set_ylabel("KPL daemon RSS (MiB)")
+    ax2.set_xlabel("seconds since the query started")
+    ax2.set_ylim(bottom=0)
+    ax1.set_title(
+        f"The same query, {ROWS_PER_S:,} records/s of ~1 KiB into {SHARDS} shards x {SHARD_BYTES_PER_S // 1024} KiB/s"
+    )
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def sending_rate(r: Run) -> float:
+    """Records confirmed per second from the first confirmation to 90 % of the run's total: the link's use."""
+    total = r.samples[-1]["confirmed"]
+    window = [s for s in r.samples if 0 < s["confirmed"] <= 0.9 * total]
+    if len(window) < 2:
+        return 0.0
+    return (window[-1]["confirmed"] - window[0]["confirmed"]) / (window[-1]["t"] - window[0]["t"])
+
+
+def account(km: KinesisMock, stream: str, sent: int) -> tuple[int, int]:
+    """(delivered, duplicates) of ids 0..sent-1, read back record by record."""
+    seen: dict[int, int] = {}
+    for rec in read_stream(km.client(), stream):
+        body = json.loads(rec.data)
+        if rec.partition_key != str(body["id"]) or body["pad"] != "x" * PAYLOAD:
+            raise SystemExit(f"demo: record {body['id']} of {stream} came back altered")
+        seen[body["id"]] = seen.get(body["id"], 0) + 1
+    delivered = sum(1 for i in range(sent) if i in seen)
+    return delivered, sum(seen[i] - 1 for i in range(sent) if i in seen)
 
 
 def main() -> int:
-    with KinesisMock(streams={STREAM: SHARDS}) as km:
-        print(f"demo: kinesis-mock on 127.0.0.1:{km.tls_port} (TLS) with {SHARDS} shards", flush=True)
-        # The bundled jar (spark_kinesis.configure), loopback only.
-        spark = loopback_session_builder("local[2]", "spark-kinesis-demo").getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
-        events = (
-            spark.readStream.format("rate-micro-batch")
-            .option("rowsPerBatch", ROWS_PER_BATCH)
-            .option("numPartitions", 2)
-            .load()
-            .select(
-                F.col("value").cast("string").alias("partitionKey"),
-                F.to_json(F.struct(F.col("value").alias("id"), "timestamp", F.lit("demo").alias("source"))).alias(
-                    "data"
-                ),
-            )
-        )
-        writer = KinesisWriter(stream_name=STREAM, queue_limit=QUEUE_LIMIT, **km.writer_options())
-        print(f"demo: writing with {writer!r}", flush=True)
-        checkpoint = tempfile.mkdtemp(prefix="spark-kinesis-demo-")
-        start = time.monotonic()
-        query = (
-            events.writeStream.foreach(writer)
-            .option("checkpointLocation", checkpoint)
-            .trigger(processingTime="1 second")
-            .start()
-        )
-        while time.monotonic() - start < SECONDS:
-            if query.exception() is not None:
-                raise SystemExit(f"demo: query failed: {query.exception()}")
-            time.sleep(0.2)
-        query.stop()
-        elapsed = time.monotonic() - start
-        # "sent" = rows of committed batches: a batch interrupted by stop() is not committed (a
-        # restart would redo it), so its rows are reported apart, not as sent.
-        committed = sorted(int(p.name) for p in (Path(checkpoint) / "commits").iterdir() if p.name.isdigit())
-        sent = (committed[-1] + 1) * ROWS_PER_BATCH if committed else 0
-        cycles = writer.metrics()["backpressureCycles"]
-        spark.stop()
-
-        records = read_stream(km.client(), STREAM)
-        seen: dict[int, int] = {}
-        for r in records:
-            i = json.loads(r.data)["id"]
-            seen[i] = seen.get(i, 0) + 1
-        delivered = sum(1 for i in range(sent) if i in seen)
-        duplicates = sum(seen[i] - 1 for i in range(sent) if i in seen)
-        missing = sent - delivered
-        beyond = sum(1 for i in seen if i >= sent)
-        if beyond:
-            print(f"demo: {beyond} records from the batch interrupted by stop() also arrived", flush=True)
+    console = Console()
+    runs = [
+        Run("no bound", "demo-no-bound", NO_BOUND),
+        Run("queue_limit", "demo-queue-limit", {"queue_limit": QUEUE_LIMIT}),
+    ]
+    work = Path(tempfile.mkdtemp(prefix="spark-kinesis-demo-"))
+    inputs = work / "input"
+    inputs.mkdir()
+    with (
+        KinesisMock(streams={r.stream: SHARDS for r in runs}) as km,
+        FaultFront(f"http://127.0.0.1:{km.plain_port}") as front,
+    ):
+        front.enforce_shard_limits(bytes_per_s=SHARD_BYTES_PER_S, records_per_s=1000)
+        link = SHARDS * SHARD_BYTES_PER_S / (PAYLOAD + 20)
         print(
-            f"demo: sent={sent} delivered={delivered} missing={missing} duplicates={duplicates} "
-            f"backpressure_cycles={cycles} records_per_s={sent / elapsed:.1f}",
+            f"demo: kinesis-mock behind the fault front's shard quotas: {SHARDS} shards x "
+            f"{SHARD_BYTES_PER_S // 1024} KiB/s per stream (~{link:.0f} records/s); "
+            f"input {ROWS_PER_S:,} records/s of ~1 KiB for {FEED_SECONDS:.0f} s",
             flush=True,
         )
-        return 1 if missing else 0
+        # A task slot for each task of both queries: their tasks wait on Kinesis most of the time, and a query
+        # whose tasks held every slot would stall the other.
+        spark = loopback_session_builder(f"local[{2 * PARTITIONS}]", "spark-kinesis-demo").getOrCreate()
+        jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+        stop_feed, stop_sampling = threading.Event(), threading.Event()
+        fed: list[int] = []
+        feeder = threading.Thread(target=lambda: fed.append(feed(inputs, stop_feed)), name="feeder", daemon=True)
+        sampler = threading.Thread(target=sample_until, args=(spark, runs, stop_sampling), name="sampler", daemon=True)
+        sampler.start()
+        feeder.start()
+        try:
+            for r in runs:
+                # The KPL's defaults (RecordTtl 30 s) except what loopback needs.
+                opts = {**loopback_writer_options(front.endpoint, LogLevel="warning"), **r.limits}
+                r.writer = KinesisWriter(stream_name=r.stream, **opts)
+                r.query = (
+                    records(spark, inputs)
+                    .writeStream.queryName(r.stream)
+                    .foreach(r.writer)
+                    .option("checkpointLocation", str(work / f"ckpt-{r.stream}"))
+                    .start()
+                )
+                r.start = time.monotonic()
+                r.daemon = wait_for_daemon(jvm_pid, {x.daemon for x in runs if x.daemon}, r.query)
+            # Once the input has ended, each query is ended on a batch boundary (processAllAvailable, then stop).
+            waiter = threading.Thread(target=_finish_all, args=(feeder, runs), name="finish", daemon=True)
+            waiter.start()
+            show(console, runs, waiter)
+            failed = [r for r in runs if r.query.exception() is not None]
+            if failed:
+                raise SystemExit(f"demo: query {failed[0].label} failed: {failed[0].query.exception()}")
+        finally:
+            stop_feed.set()
+            stop_sampling.set()
+            sampler.join()
+            for r in runs:
+                if r.query is not None and r.query.isActive:
+                    r.query.stop()
+        metrics = {r.label: r.writer.metrics() for r in runs if r.writer is not None}
+        spark.stop()
+
+        sent = fed[0]
+        OUT.mkdir(parents=True, exist_ok=True)
+        png = OUT / "demo.png"
+        plot(runs, png)
+        results, summary = {}, {}
+        for r in runs:
+            delivered, dups = account(km, r.stream, sent)
+            expired = metrics[r.label]["recordsFailed"]
+            peak = max(s["outstanding"] for s in r.samples)
+            rate = sending_rate(r)
+            rss = max(s["rss_mib"] for s in r.samples)
+            results[r.label] = (delivered, dups)
+            summary[r.label] = (expired, peak, rss)
+            print(
+                f"demo: {r.label:>11}: delivered {delivered:,}/{sent:,}, expired in the KPL {expired:,}, "
+                f"peak outstanding {peak:,.0f}{r.limit_text}, KPL RSS max {rss:.0f} MiB, {rate:.0f} rec/s confirmed "
+                f"while sending (link ~{link:.0f})",
+                flush=True,
+            )
+        (expired, peak, rss), (_, peak_b, rss_b) = summary[runs[0].label], summary[runs[1].label]
+        print(
+            f"demo: without a bound the KPL took whole micro-batches: {peak / max(1, peak_b):.0f}x the records "
+            f"outstanding and {rss / max(1.0, rss_b):.1f}x the daemon memory",
+            flush=True,
+        )
+        if expired:
+            print(
+                f"demo: and {expired:,} records waited past the KPL's RecordTtl and expired: by default "
+                "(fail_on_error=True) the query fails there; a sink that ignores them loses them",
+                flush=True,
+            )
+        print("demo: with queue_limit the backlog stayed in the input, the link full, every record arrived", flush=True)
+        print(f"demo: plot of both runs: {png}", flush=True)
+        bounded = runs[1]
+        delivered, dups = results[bounded.label]
+        elapsed = bounded.samples[-1]["t"]
+        print(
+            f"demo: sent={sent} delivered={delivered} missing={sent - delivered} duplicates={dups} "
+            f"backpressure_cycles={metrics[bounded.label]['backpressureCycles']} records_per_s={sent / elapsed:.1f}",
+            flush=True,
+        )
+        return 1 if sent - delivered else 0
+
+
+def _finish_all(feeder: threading.Thread, runs: list[Run]) -> None:
+    feeder.join()
+    for r in runs:
+        _finish(r)
+
+
+def _finish(r: Run) -> None:
+    """Ends ``r`` on a batch boundary: the input has ended, so once every batch is committed no task runs."""
+    try:
+        r.query.processAllAvailable()
+    except Exception:  # the caller reports query.exception()
+        return
+    r.query.stop()
 
 
 if __name__ == "__main__":

@@ -283,6 +283,7 @@ class ProducerSample:
     bytes_sent: int
     # What queue_limit bounds. outstanding_records is the KPL's count, which also holds its pending metrics request.
     in_flight_records: int
+    users: int  # tasks holding this producer (the pool's count)
 
 
 def producer_snapshot(spark: Any) -> list[ProducerSample]:

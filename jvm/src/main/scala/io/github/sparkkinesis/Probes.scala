@@ -26,9 +26,10 @@ private[sparkkinesis] object Probes {
   def accumulatorNames(): java.util.List[String] = WriterAccumulators.Names.asJava
 
   /** This JVM's live producers as
-    * `source,outstanding,backpressureCycles,outstandingBytes,recordsSent,recordsFailed,bytesSent,inFlightRecords` lines
-    * (local-mode probe for tests and benchmarks). `outstanding` is the KPL's count, which also holds the pool's own
-    * pending `getMetrics` request; `inFlightRecords` is what `queue_limit` bounds.
+    * `source,outstanding,backpressureCycles,outstandingBytes,recordsSent,recordsFailed,bytesSent,inFlightRecords,users`
+    * lines (local-mode probe for tests and benchmarks). `outstanding` is the KPL's count, which also holds the pool's
+    * own pending `getMetrics` request; `inFlightRecords` is what `queue_limit` bounds; `users` is the pool's count of
+    * tasks holding the producer.
     */
   def producerSnapshot(): String =
     ProducerPool.default.live
@@ -42,7 +43,8 @@ private[sparkkinesis] object Probes {
           m.recordsSent.getCount,
           m.recordsFailed.getCount,
           m.bytesSent.getCount,
-          m.inFlightRecords.get
+          m.inFlightRecords.get,
+          ProducerPool.default.users(p)
         ).mkString(",")
       }
       .mkString("\n")

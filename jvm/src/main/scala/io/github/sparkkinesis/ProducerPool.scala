@@ -89,6 +89,9 @@ private[sparkkinesis] final class ProducerPool(
     (producers.values ++ retired).toSeq.foreach(close)
   }
 
+  /** How many tasks hold `p` now (read under the pool's lock). */
+  def users(p: SharedProducer): Int = synchronized(p.refs)
+
   /** Producers currently alive (test and metrics hook); a strict copy, safe to use outside the lock. */
   def live: Seq[SharedProducer] = synchronized(producers.values.toList ++ retired.toList)
 

@@ -1,0 +1,109 @@
+"""Interrupts a write task while the writer is blocked on queue_limit, then finishes the input; prints what it saw.
+
+usage: stop_probe.py CONFIG_FILE (JSON, keys: input, checkpoint, stream, upstream, writer_options, jars, entry, how)
+``how``: "stop" (query.stop() mid-batch, then a new query from the checkpoint) or "kill" (SparkContext.killTaskAttempt
+on one running write task: Spark reschedules it in the same query). The probe owns a fault front in front of the
+emulator (``upstream``) that delays every response, so the writer blocks; the delay is lifted once the task is gone.
+Driver and executor share this JVM (local mode); its log goes to the file log4j2 is configured with.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import spark_kinesis  # noqa: F401  (installs the foreach hook)
+from pyspark.sql import functions as F
+from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit.emulator import loopback_session_builder, producer_snapshot
+from spark_kinesis_testkit.faults import FaultFront
+
+LATENCY_MS = 1000
+
+
+def poll(what: str, check: Any, timeout_s: float = 90.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise SystemExit(f"TIMEOUT waiting for {what}")
+        time.sleep(0.05)
+
+
+def producer(spark: Any, stream: str) -> Any:
+    live = [p for p in producer_snapshot(spark) if p.source.endswith(f".{stream}")]
+    return live[0] if len(live) == 1 else None
+
+
+def tasks(spark: Any) -> list[tuple[int, int, str]]:
+    """(stage, task id, status) of every task attempt of the active stages, from Spark's status store."""
+    sc = spark.sparkContext
+    store = sc._jsc.sc().statusStore()
+    out = []
+    for stage in sc.statusTracker().getActiveStageIds():
+        listed = store.taskList(stage, 0, 100)
+        out += [(stage, int(listed.apply(i).taskId()), str(listed.apply(i).status())) for i in range(listed.size())]
+    return out
+
+
+def main() -> None:
+    cfg = json.loads(Path(sys.argv[1]).read_text())
+    spark = loopback_session_builder("local[2]", "stop-probe", cfg["jars"]).getOrCreate()
+    with FaultFront(cfg["upstream"]) as front:
+        opts = {**cfg["writer_options"], "endpoint": front.endpoint}
+        writer = KinesisWriter(stream_name=cfg["stream"], **opts)
+        limit = int(opts["queue_limit"])
+        df = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(cfg["input"])
+        df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
+
+        def start() -> Any:
+            sw = df.writeStream
+            sw = sw.foreach(writer) if cfg["entry"] == "foreach" else sw.format("kinesis").options(**writer.options())
+            return sw.option("checkpointLocation", cfg["checkpoint"]).queryName("stop_probe").start()
+
+        front.add_latency(LATENCY_MS)
+        q = start()
+        # Blocked: the limit is full and tasks keep waiting for room.
+        blocked = poll(
+            "the writer to block on queue_limit",
+            lambda: (
+                (p := producer(spark, cfg["stream"])) and p.in_flight_records == limit and p.backpressure_cycles and p
+            ),
+        )
+        print("BLOCKED", json.dumps(blocked.__dict__), flush=True)
+        if cfg["how"] == "stop":
+            q.stop()
+            print("STOPPED", q.exception(), flush=True)
+        else:
+            task = poll("a running write task", lambda: [t for _, t, s in tasks(spark) if s == "RUNNING"])[0]
+            spark.sparkContext._jsc.sc().killTaskAttempt(task, True, "stop_probe kills a blocked task")
+            poll("the task to be killed", lambda: any(t == task and s == "KILLED" for _, t, s in tasks(spark)))
+            print("KILLED", task, flush=True)
+        front.add_latency(0)
+        if cfg["how"] == "stop":
+            # Every reservation released, the producer back in the pool with no user: what was in flight completes.
+            idle = poll(
+                "reservations released and no user left",
+                lambda: (p := producer(spark, cfg["stream"])) and p.in_flight_records == 0 and p.users == 0 and p,
+            )
+            print("IDLE", json.dumps(idle.__dict__), flush=True)
+            q = start()  # from the checkpoint: the interrupted batch again, then the rest
+        q.processAllAvailable()
+        q.stop()
+        print("EXCEPTION", q.exception(), flush=True)
+        after = poll(
+            "an idle producer",
+            lambda: (p := producer(spark, cfg["stream"])) and p.in_flight_records == 0 and p.users == 0 and p,
+        )
+        print("AFTER", json.dumps(after.__dict__), flush=True)
+    spark.stop()
+    print("DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main()
