@@ -22,7 +22,7 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/kpl/src -type f 2>/dev/null) build.
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator lint fmt bench clean help
+.PHONY: test sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator lint actionlint fmt bench clean help
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
@@ -30,7 +30,7 @@ help:
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
 	@echo "make bench  - benchmarks (~40 min): vs boto3, vs a bare KPL loop, backpressure runs, JMH -> docs/benchmarks.md"
-	@echo "make lint   - scalafmt check, ruff, mypy"
+	@echo "make lint   - scalafmt check, ruff, mypy, actionlint (the GitHub workflow)"
 
 # --no-compile: Python compiles what the tests import on first use; compiling all of pyspark, pandas and pyarrow up
 # front cost ~20 CPU-s per venv (measured), while the JVM build competes for the same two cores.
@@ -79,10 +79,11 @@ test:
 	@status=0; \
 	leg35="== leg spark3.5: pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m 'every_line or spark35_leg' =="; \
 	echo "$$leg35 (runs beside the next leg; its output follows it)"; \
-	( nice -n 5 $(PY35) -m pytest tests -m "every_line or spark35_leg" $(PYTEST_ARGS) > .cache/leg-spark3.5.log 2>&1; \
+	( nice -n 5 $(PY35) -m pytest tests -m "every_line or spark35_leg" --junitxml=.cache/reports/junit-spark3.5.xml $(PYTEST_ARGS) \
+	  > .cache/leg-spark3.5.log 2>&1; \
 	  echo $$? > .cache/leg-spark3.5.rc ) & \
 	echo "== leg spark4: pyspark $$($(PY) -c 'import pyspark; print(pyspark.__version__)'), full suite but spark35_leg =="; \
-	$(PY) -m pytest tests -m "not spark35_leg" $(PYTEST_ARGS) || status=1; \
+	$(PY) -m pytest tests -m "not spark35_leg" --junitxml=.cache/reports/junit-spark4.xml $(PYTEST_ARGS) || status=1; \
 	wait; echo "$$leg35"; cat .cache/leg-spark3.5.log; \
 	[ "$$(cat .cache/leg-spark3.5.rc)" = 0 ] || status=1; \
 	exit $$status
@@ -123,7 +124,17 @@ $(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
 bench: venv jar $(VENV)/.bench-stamp $(KINESALITE)
 	$(PY) bench/run.py
 
-lint: venv
+# actionlint (the GitHub workflow's checker), pinned, built from its Go module into .cache/bin.
+ACTIONLINT_VERSION := 1.7.7
+ACTIONLINT := .cache/bin/actionlint
+$(ACTIONLINT):
+	mkdir -p .cache/bin
+	GOBIN=$(CURDIR)/.cache/bin GOFLAGS=-modcacherw go install github.com/rhysd/actionlint/cmd/actionlint@v$(ACTIONLINT_VERSION)
+
+actionlint: $(ACTIONLINT)
+	$(ACTIONLINT) .github/workflows/*.yml
+
+lint: venv actionlint
 	$(SBT) scalafmtCheckAll bench/scalafmtCheckAll scalafmtSbtCheck </dev/null
 	$(VENV)/bin/ruff check python tests tools bench testkit
 	$(VENV)/bin/ruff format --check python tests tools bench testkit

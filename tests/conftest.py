@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from helpers import session_jars
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder
+from spark_kinesis_testkit.localstack import LocalStackKinesis, docker_problem, skip_reason
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,43 +41,19 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def _docker_available() -> bool:
-    try:
-        import docker  # type: ignore[import-not-found]
-
-        docker.from_env().ping()
-        return True
-    except Exception:
-        return False
-
-
-class LocalStackKinesis(KinesisMock):  # pragma: no cover - only where a Docker daemon answers
-    """The same tests on LocalStack through Testcontainers (KINESIS_TEST_BACKEND=localstack)."""
-
-    def start(self) -> LocalStackKinesis:
-        from testcontainers.localstack import LocalStackContainer  # type: ignore[import-not-found]
-
-        self._container = LocalStackContainer().with_services("kinesis").with_bind_ports(4566, None)
-        self._container.start()
-        port = int(self._container.get_exposed_port(4566))
-        self.tls_port = self.plain_port = port
-        for name, shards in self.streams.items():
-            self.create_stream(name, shards)
-        return self
-
-    def stop(self) -> None:
-        self._container.stop()
-
-
 @pytest.fixture(scope="session")
 def kinesis() -> Iterator[KinesisMock]:
     backend = os.environ.get("KINESIS_TEST_BACKEND", "kinesis-mock")
     if backend == "localstack":
-        if not _docker_available():
-            pytest.skip("KINESIS_TEST_BACKEND=localstack needs a Docker daemon; none answers here")
+        if docker_problem() is not None:
+            if os.environ.get("KINESIS_TEST_BACKEND_REQUIRED") == "1":  # CI's LocalStack job: no Docker is a failure
+                pytest.fail(skip_reason(), pytrace=False)
+            pytest.skip(skip_reason())
         km: KinesisMock = LocalStackKinesis()
-    else:
+    elif backend == "kinesis-mock":
         km = KinesisMock()
+    else:
+        raise pytest.UsageError(f"KINESIS_TEST_BACKEND={backend!r}: use kinesis-mock (the default) or localstack")
     km.start()
     try:
         yield km
