@@ -22,14 +22,15 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/kpl/src -type f 2>/dev/null) build.
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator lint actionlint fmt bench clean help
+.PHONY: test sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator lint actionlint fmt bench bench-scale clean help
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
 	@echo "make demo   - the same query without a bound and with queue_limit behind shard quotas (~2 min): live lines, a plot, every record checked"
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
-	@echo "make bench  - benchmarks (~40 min): vs boto3, vs a bare KPL loop, backpressure runs, JMH -> docs/benchmarks.md"
+	@echo "make bench  - benchmarks (~55 min): vs boto3, vs a bare KPL loop, backpressure, scale, JMH -> docs/benchmarks.md"
+	@echo "make bench-scale - the scaling part alone (~15 min): shards x record sizes x executors, results beside"
 	@echo "make lint   - scalafmt check, ruff, mypy, actionlint (the GitHub workflow)"
 
 # --no-compile: Python compiles what the tests import on first use; compiling all of pyspark, pandas and pyarrow up
@@ -123,6 +124,9 @@ $(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
 
 bench: venv jar $(VENV)/.bench-stamp $(KINESALITE)
 	$(PY) bench/run.py
+
+bench-scale: venv jar $(VENV)/.bench-stamp $(KINESALITE)
+	BENCH_PARTS=scale $(PY) bench/run.py
 
 # actionlint (the GitHub workflow's checker), pinned, built from its Go module into .cache/bin.
 ACTIONLINT_VERSION := 1.7.7

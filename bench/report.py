@@ -190,6 +190,104 @@ def plot_backpressure(result: dict[str, Any], img: Path) -> list[Path]:
     return out
 
 
+def plot_scale(result: dict[str, Any], img: Path) -> Path | None:
+    """CPU per record (net) and link use against shards, one column per record size, a line per executor count."""
+    runs = result.get("scale_runs")
+    if not runs:
+        return None
+    plt = _plt()
+    sizes = sorted({r["payload"] for r in runs})
+    fig, axes = plt.subplots(2, len(sizes), figsize=(5 * len(sizes), 7.5), squeeze=False)
+    labels = {100: "100 B", 1024: "1 KiB", 102400: "100 KiB"}
+    for col, size in enumerate(sizes):
+        for e, color in ((1, "tab:blue"), (2, "tab:orange")):
+            pts = sorted((r["shards"], r) for r in runs if r["payload"] == size and r["executors"] == e)
+            if not pts:
+                continue
+            xs = [x for x, _ in pts]
+            name = f"{e} executor{'s' if e > 1 else ''}"
+            axes[0][col].plot(xs, [r["cpu_s_per_m_net"] for _, r in pts], "o-", color=color, label=name)
+            axes[1][col].plot(xs, [100 * (r["link_use"] or 0) for _, r in pts], "o-", color=color, label=name)
+        link = runs[0]["link_bytes_per_s"] if size == runs[0]["payload"] else None
+        link = next(r["link_bytes_per_s"] for r in runs if r["payload"] == size) if link is None else link
+        axes[0][col].set_title(f"{labels.get(size, f'{size} B')} records, link {link / 2**20:g} MiB/s over the shards")
+        axes[0][col].set_ylabel("CPU-s per million records (net of Spark)")
+        axes[1][col].set_ylabel("link use, % (steady middle of the run)")
+        axes[1][col].axhline(97, color="grey", ls="--", lw=0.8)
+        for row in (0, 1):
+            ax = axes[row][col]
+            ax.set_xscale("log", base=2)
+            ax.set_xticks([4, 16, 64, 256], ["4", "16", "64", "256"])
+            ax.set_xlabel("shards")
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+    fig.suptitle("Writer cost and link use as the shards per daemon grow (fault front quotas, kinesalite)")
+    fig.tight_layout()
+    return _save(fig, img, "bench-scale.png")
+
+
+def plot_scale_unthrottled(result: dict[str, Any], img: Path) -> Path | None:
+    """Without quotas: CPU per record and rate of one executor against shards, id as key and partitioner=fixed."""
+    free = [r for r in result.get("scale_free_runs", []) if r["executors"] == 1]
+    if not free:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    series = (("writer", "id as key", "tab:blue"), ("writer_fixed", 'partitioner="fixed"', "tab:green"))
+    for variant, label, color in series:
+        shards = sorted({r["shards"] for r in free if r["variant"] == variant})
+        if not shards:
+            continue
+        for ax, key in ((axes[0], "cpu_s_per_m_net"), (axes[1], "records_per_s")):
+            mids = [
+                _median_spread([r[key] for r in free if r["variant"] == variant and r["shards"] == n])[0]
+                for n in shards
+            ]
+            ax.plot(shards, mids, "o-", color=color, label=label)
+    axes[0].set_ylabel("CPU-s per million records (net of Spark)")
+    axes[1].set_ylabel("records/s")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([4, 16, 64, 256], ["4", "16", "64", "256"])
+        ax.set_xlabel("shards (one executor, one KPL daemon)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Without quotas: 100 B records from one executor spread over more shards (kinesalite, TLS)")
+    fig.tight_layout()
+    return _save(fig, img, "bench-scale-unthrottled.png")
+
+
+def plot_tuning(result: dict[str, Any], img: Path) -> Path | None:
+    """CPU per record of each tuning variant (daemon and JVM, net of Spark), unthrottled and behind quotas."""
+    t = result.get("tuning")
+    if not t or not t.get("runs"):
+        return None
+    plt = _plt()
+    panels = [(t["runs"], "unthrottled: 100 B, 8 shards")]
+    if t.get("limited_runs"):
+        panels.append((t["limited_runs"], "behind shard quotas: 1 KiB, 4 shards at 1 MiB/s"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 0.5 * len(t["variants"]) + 2), squeeze=False)
+    for ax, (runs, title) in zip(axes[0], panels):
+        names = list(dict.fromkeys(r["name"] for r in runs))[::-1]
+        for y, name in enumerate(names):
+            xs = [r["cpu_s_per_m_net"] for r in runs if r["name"] == name]
+            mid, lo, hi = _median_spread(xs)
+            color = "tab:grey" if name == "defaults" else ("tab:purple" if "vDSO" in name else "tab:blue")
+            ax.barh(y, mid, xerr=[[lo], [hi]], color=color, capsize=3)
+            daemon = [r["daemon_cpu_s_per_m"] for r in runs if r["name"] == name and "daemon_cpu_s_per_m" in r]
+            if daemon:
+                ax.barh(y, _median_spread(daemon)[0], color="black", alpha=0.25, height=0.4)
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.set_xlabel("CPU-s per million records, net of Spark (shaded: the KPL daemon's part)")
+        ax.set_title(title)
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle("One KPL setting changed at a time against the writer's defaults (median, min–max)")
+    fig.tight_layout()
+    return _save(fig, img, "bench-tuning.png")
+
+
 def _mark_end(ax: Any, run: dict[str, Any], s: dict[str, list[float]], color: str | None) -> None:
     if run.get("error") and s["t"]:
         ax.axvline(s["t"][-1], color=color, ls=":", lw=1)
@@ -322,6 +420,33 @@ def table(result: dict[str, Any], source: str) -> str:
             None,
         )
     row("KPL daemon share of the writer's CPU", _r(sm, "daemon_cpu_share_writer", 2), "", None)
+    net, agg = _med(sm, "cpu_s_per_m_writer_net"), _med(sm, "cpu_s_per_m_boto3_agg_net")
+    if net is not None:
+        row(
+            "CPU s per million 100 B records, net of Spark: writer / aws-kinesis-agg + boto3",
+            f"{_r(sm, 'cpu_s_per_m_writer_net', 1)} / {_r(sm, 'cpu_s_per_m_boto3_agg_net', 1)}",
+            "writer ≤ 12, and below aws-kinesis-agg + boto3",
+            net <= 12 and (agg is None or net < agg),
+        )
+    prof = result.get("profile", {}).get("kpl_daemon", {})
+    if prof.get("buckets"):
+        shares = {**prof["buckets"], **prof.get("across", {})}
+        row(
+            f"KPL daemon's CPU by activity (perf, {prof['samples']:,} samples, bare loop, 100 B)",
+            "; ".join(f"{k}: **{100 * v:.0f} %**" for k, v in shares.items()),
+            "",
+            None,
+        )
+    for part, label in (("tuning", "unthrottled, 100 B"), ("tuning_limited", "behind quotas, 1 KiB")):
+        for name, v in sm.get(part, {}).items():
+            measured = f"**{v['cpu_s_per_m_net']:,.1f}** CPU-s per million (net)"
+            if "daemon_cpu_s_per_m" in v:
+                measured += f", daemon {v['daemon_cpu_s_per_m']:,.1f}"
+            if "link_use" in v:
+                measured += f", link {100 * v['link_use']:.1f} %, {v['throttled']:,.0f} throttled"
+            if "cpu_vs_defaults" in v:
+                measured += f"; vs defaults: CPU **{v['cpu_vs_defaults']:.2f}×**, rate {v['rate_vs_defaults']:.2f}×"
+            row(f"tuning ({label}): {name}", measured, "", None)
     for k2, v in result.get("backpressure", {}).items():
         s = v["summary"]
         util = s["link_utilisation"]
@@ -352,6 +477,57 @@ def table(result: dict[str, Any], source: str) -> str:
                 "≤ limit, flat RSS, no expiry, ≥ 95 % of link",
                 ok,
             )
+    runs = result.get("scale_runs", [])
+    if runs:
+        sizes = {100: "100 B", 1024: "1 KiB", 102400: "100 KiB"}
+        for size in sorted({r["payload"] for r in runs}):
+            for e in sorted({r["executors"] for r in runs}):
+                pts = sorted((r["shards"], r) for r in runs if r["payload"] == size and r["executors"] == e)
+                cells = ", ".join(
+                    f"{n}: {r['cpu_s_per_m_net']:,.1f} ({r.get('cpu_s_per_m_steady') or 0:,.1f}) / "
+                    f"{100 * (r['link_use'] or 0):.1f} %"
+                    for n, r in pts
+                )
+                uses = [r["link_use"] or 0 for _, r in pts]
+                bad = sum(r["failed"] + r["verify"]["missing"] for _, r in pts)
+                row(
+                    f"scale, {sizes.get(size, size)}, {e} executor{'s' if e > 1 else ''}: shards: CPU-s per million "
+                    "(net; steady window) / link use",
+                    cells + f"; failed or missing {bad}",
+                    "≥ 97 % link, 0 expired",
+                    min(uses) >= 0.97 and bad == 0,
+                )
+        ratio = _med(sm, "scale_cost_ratio")
+        row(
+            "scale_cost_ratio: CPU per record, 256 / 4 shards, 100 B, 1 executor (whole runs; steady windows)",
+            f"{_r(sm, 'scale_cost_ratio', 2, '×')} ({_r(sm, 'scale_cost_ratio_steady', 2, '×')})",
+            "≤ 1.25×",
+            None if ratio is None else ratio <= 1.25,
+        )
+    free = result.get("scale_free_runs", [])
+    if free:
+        two = _med(sm, "two_executors_vs_one")
+        row(
+            "rate, 2 executors / 1 executor, 100 B, no quotas (CPU per record, 2 / 1)",
+            f"{_r(sm, 'two_executors_vs_one', 2, '×')} ({_r(sm, 'two_executors_cpu_vs_one', 2, '×')})",
+            "≥ 1.8×",
+            None if two is None else two >= 1.8,
+        )
+        row(
+            "CPU per record, 256 / 4 shards, 100 B, 1 executor, no quotas (aggregation alone)",
+            _r(sm, "scale_cost_ratio_unthrottled", 2, "×"),
+            "",
+            None,
+        )
+        for r in free:
+            if r["rep"] == 0:
+                row(
+                    f"no quotas, 100 B × {r['rows']:,}, {r['shards']} shards, {r['executors']} executor(s), "
+                    f"{'partitioner=fixed' if r['variant'] == 'writer_fixed' else 'id as key'}",
+                    f"**{r['records_per_s']:,.0f}** rec/s, **{r['cpu_s_per_m_net']:.1f}** CPU-s per million (net)",
+                    "",
+                    None,
+                )
     for j in result.get("jmh", []):
         row(
             f"hot path `process()` (JMH, stub producer, 100 B), limit check {j['params'].get('limit', '?')}",
@@ -371,7 +547,14 @@ def write(result: dict[str, Any], path: Path, to_docs: bool = True) -> None:
     """Plots and table. ``to_docs``: into docs/ (a full run); else the plots go beside the result
     (``<result>/``) and docs/benchmarks.md is left alone, so a partial run never replaces it."""
     img = IMG if to_docs else path.with_suffix("")
-    plots = [plot_throughput(result, img), plot_overhead(result, img), *plot_backpressure(result, img)]
+    plots = [
+        plot_throughput(result, img),
+        plot_overhead(result, img),
+        *plot_backpressure(result, img),
+        plot_tuning(result, img),
+        plot_scale(result, img),
+        plot_scale_unthrottled(result, img),
+    ]
     for p in plots:
         if p is not None:
             print(f"bench: plot {p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}", flush=True)

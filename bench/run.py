@@ -7,12 +7,14 @@ last machine-readable line:
 
   bench: writer_rps=… boto3_rps=… ratio_vs_boto3=… ratio_vs_kpl=… sink_vs_writer=… sink_cpu_vs_writer=…
          writer_b_vs_writer=… (the A/A control: the foreach writer against itself on a second stream)
-         cpu_ratio_vs_kpl=…
+         cpu_ratio_vs_kpl=… cpu_s_per_million_net=… (writer, 100 B, net of Spark) scale_cost_ratio=…
+         (CPU per record at 256 over 4 shards, 100 B, bench/scale.py)
          link_util_limited=… max_outstanding_over_limit=… hot_path_ns=…
 
 Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [1000000],
 BENCH_ROWS_10K [50000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
-BENCH_ROWS_LIMITED [200000], BENCH_PARTS [throughput,backpressure,jmh], BENCH_SKIP [none; overhead,limited].
+BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [15], BENCH_SCALE_FREE_ROWS [300000],
+BENCH_PARTS [throughput,tuning,backpressure,scale,jmh], BENCH_SKIP [none; overhead,limited].
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 import backends  # noqa: E402
 import jfr_top  # noqa: E402
+import perf_daemon  # noqa: E402
+import scale  # noqa: E402
+import tuning  # noqa: E402
 from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream  # noqa: E402
 from spark_kinesis_testkit.faults import FaultFront  # noqa: E402
 
@@ -51,10 +56,10 @@ REPS = int(os.environ.get("BENCH_REPS", "3"))
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 ROWS_10K = int(os.environ.get("BENCH_ROWS_10K", "50000"))
 BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
-PARTS = os.environ.get("BENCH_PARTS", "throughput,backpressure,jmh").split(",")
-# The KPL caps itself at 150 % of a shard's 1 MiB/s (its RateLimit): enough shards that this cap
-# stays above what the CPU (100 B) or the backend (10 KiB) allows, as a fast stream would have.
-SHARDS = {100: 8, 10240: 16}
+PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,scale,jmh").split(",")
+# The KPL caps itself at RateLimit (the writer's default: 100 %) of a shard's 1 MiB/s: enough shards that this
+# cap stays above what the CPU (100 B) or the backend (10 KiB, ~17 MB/s) allows, as a fast stream would have.
+SHARDS = {100: 8, 10240: 24}
 WARM_START = 10**12  # warm-up ids never collide with measured ones
 RESULTS = HERE / "results"
 SBT = [str(ROOT / "build" / "sbt"), "-batch"]
@@ -124,12 +129,13 @@ def calibrate(b: backends.Backend, seconds: float = 4.0) -> dict[str, float]:
 
 # -- the Spark side (one long-lived session) ---------------------------------------------------
 class SparkSide:
-    def __init__(self) -> None:
+    def __init__(self, master: str | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(HERE / "spark_side.py")],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env={**os.environ, **({"BENCH_MASTER": master} if master else {})},
         )
         self.hello = self._read()
 
@@ -158,8 +164,8 @@ class SparkSide:
 
 
 @contextmanager
-def spark_side() -> Iterator[SparkSide]:
-    side = SparkSide()
+def spark_side(master: str | None = None) -> Iterator[SparkSide]:
+    side = SparkSide(master)
     try:
         yield side
     finally:
@@ -273,10 +279,18 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
                     classpath, {**writer_100, "stream_name": "bare-100"}, ROWS, ROWS // 10, 100, jfr=f"{tmp}/bare.jfr"
                 )
                 profiles["bare_kpl_jvm"] = jfr_top.summarise(f"{tmp}/bare.jfr")
+            if classpath and perf_daemon.available():  # the native daemon: perf, during one more bare loop
+                t, daemon_profile = perf_daemon.during(os.getpid(), warmup_s=4.0, seconds=6.0)
+                bare_loop(classpath, {**writer_100, "stream_name": "bare-100"}, ROWS, ROWS // 10, 100)
+                t.join()
+                profiles["kpl_daemon"] = daemon_profile
         result["profile"] = profiles
         if "limited" not in os.environ.get("BENCH_SKIP", ""):
             result["limited_runs"] = shard_limited(side)
         for name, prof in profiles.items():
+            if name == "kpl_daemon":
+                say(f"  profile {name}: {prof.get('buckets', prof)} {prof.get('across', '')}")
+                continue
             say(f"  profile {name}: inclusive {prof['inclusive']}")
             say(f"    top self frames: {[f'{f} {share:.1%}' for f, _, share in prof['top_self'][:6]]}")
     say("verifying the writer's streams record by record (ids, bytes and keys read back, deaggregated)")
@@ -527,6 +541,15 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         sm["cpu_s_per_m_bare"] = spread(bare_cpu)
         sm["cpu_ratio_vs_kpl"] = spread([a / b for a, b in zip(writer_net, bare_cpu)])
         sm["cpu_ratio_vs_kpl_gross"] = spread([a / b for a, b in zip(writer_gross, bare_cpu)])
+        agg = by("boto3_agg", 100)
+        agg_reps = sorted(set(agg) & set(noop))
+        if agg_reps:  # its Python workers and the JVM, net of the same generation
+            sm["cpu_s_per_m_boto3_agg_net"] = spread(
+                [
+                    per_m(agg[k]["cpu_s"]["jvm"] + agg[k]["cpu_s"]["other"] - noop[k]["cpu_s"]["jvm"], ROWS)
+                    for k in agg_reps
+                ]
+            )
         sm["daemon_cpu_share_writer"] = spread(
             [w[k]["cpu_s"]["kpl_daemon"] / (w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"]) for k in reps]
         )
@@ -549,6 +572,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         utils = [x["link_utilisation"] for x in limited if x["link_utilisation"] is not None]
         sm["link_util_limited"] = min(utils) if utils else None
         sm["max_outstanding_over_limit"] = max(x["peak_over_limit"] for x in limited)
+    tuning.summarise(result, sm)
+    scale.summarise(result, sm)
     jm = result.get("jmh", [])
     if jm:
         with_limit = [r for r in jm if str(r["params"].get("limit", "on")) in ("on", "true")]
@@ -583,14 +608,27 @@ def main() -> int:
             "bp_payload": BP_PAYLOAD,
             "bp_rows_per_s": BP_ROWS_PER_S,
             "bp_runs": BP_RUNS,
+            "scale": {
+                "shard_counts": scale.SHARD_COUNTS,
+                "link_bytes_per_s": scale.LINK,
+                "seconds": scale.SECONDS,
+                "executors": scale.EXECUTORS,
+                "queue_limit": scale.QUEUE_LIMIT,
+                "free_rows": scale.FREE_ROWS,
+                "free_shards": scale.FREE_SHARDS,
+            },
         },
     }
     out = RESULTS / f"{stamp}.json"
     try:
         if "throughput" in PARTS:
             throughput(result)
+        if "tuning" in PARTS:
+            tuning.tuning(result, spark_side, REPS, verify)
         if "backpressure" in PARTS:
             backpressure(result)
+        if "scale" in PARTS:
+            scale.scale(result, spark_side)
         if "jmh" in PARTS:
             jmh(result)
     finally:
@@ -612,6 +650,8 @@ def main() -> int:
         "sink_cpu_vs_writer": fmt(sm.get("sink_cpu_vs_writer"), 2),
         "writer_b_vs_writer": fmt(sm.get("writer_b_vs_writer_100"), 2),
         "cpu_ratio_vs_kpl": fmt(sm.get("cpu_ratio_vs_kpl"), 2),
+        "cpu_s_per_million_net": fmt(sm.get("cpu_s_per_m_writer_net")),
+        "scale_cost_ratio": fmt(sm.get("scale_cost_ratio"), 2),
         "link_util_limited": fmt(sm.get("link_util_limited"), 3),
         "max_outstanding_over_limit": fmt(sm.get("max_outstanding_over_limit"), 3),
         "hot_path_ns": fmt(sm.get("hot_path_ns"), 0),

@@ -1,4 +1,6 @@
-"""The Spark side of the benchmarks: one SparkSession (local[2]) that runs what bench/run.py asks.
+"""The Spark side of the benchmarks: one SparkSession that runs what bench/run.py asks.
+
+The master is ``BENCH_MASTER`` (default ``local[2]``; the scaling part uses ``local-cluster[E,1,…]``).
 
 Commands arrive as JSON lines on stdin; each answer is one stdout line ``RESULT <json>`` (Spark logs
 go to stderr). Keeping one session for all throughput runs lets the sides alternate in one warm JVM,
@@ -7,7 +9,9 @@ and lets the writer keep its pooled KPL producer between runs, as a long-running
 Commands:
   {"cmd": "input", "name": n, "start": i, "rows": r, "files": f}  -> parquet of ids [i, i+r)
   {"cmd": "run", "variant": v, "input": n, "payload": b, "stream": s, "writer": {...}}
-      v in writer | boto3 | boto3_agg | noop: the same rows, payload and partition keys for each
+      v in writer | writer_fixed | sink | writer_b | boto3 | boto3_agg | noop: the same rows and payload;
+      the id is the partition key (writer_fixed: no key column, partitioner="fixed"). Optional
+      "per_trigger": files per micro-batch (default 2).
   {"cmd": "backpressure", ...}                                     -> see backpressure()
   {"cmd": "quit"}
 """
@@ -47,14 +51,12 @@ def log(msg: str) -> None:
     sys.stderr.flush()
 
 
-def records(df: DataFrame, payload: int) -> DataFrame:
+def records(df: DataFrame, payload: int, key: bool = True) -> DataFrame:
     """Ids -> (partitionKey, data): the id as key; 20 zero-padded digits + 'x' padding as bytes.
-    BareKplLoop builds the same bytes in Java."""
+    BareKplLoop builds the same bytes in Java. ``key=False``: data only (the writer's partitioner sets keys)."""
     pad = F.lit("x" * (payload - 20))
-    return df.select(
-        F.col("id").cast("string").alias("partitionKey"),
-        F.concat(F.lpad(F.col("id").cast("string"), 20, "0"), pad).cast("binary").alias("data"),
-    )
+    data = F.concat(F.lpad(F.col("id").cast("string"), 20, "0"), pad).cast("binary").alias("data")
+    return df.select(F.col("id").cast("string").alias("partitionKey"), data) if key else df.select(data)
 
 
 # -- the boto3 variants (what a PySpark user writes without this library) --------------------------
@@ -149,22 +151,23 @@ class Bench:
         self.inputs[cmd["name"]] = (path, rows)
         return {"input": cmd["name"], "rows": rows}
 
-    def stream_of(self, name: str, payload: int) -> DataFrame:
+    def stream_of(self, name: str, payload: int, per_trigger: int = 2, key: bool = True) -> DataFrame:
         path = self.inputs[name][0]
-        # Two files (one per core) per micro-batch; availableNow ends the query when all are read.
-        src = self.spark.readStream.schema("id long").option("maxFilesPerTrigger", 2).parquet(path)
-        return records(src, payload)
+        # Two files (one per core) per micro-batch by default; availableNow ends the query when all are read.
+        src = self.spark.readStream.schema("id long").option("maxFilesPerTrigger", per_trigger).parquet(path)
+        return records(src, payload, key)
 
     def run(self, cmd: dict[str, Any]) -> dict[str, Any]:
         variant, payload, stream = cmd["variant"], int(cmd["payload"]), cmd.get("stream", "")
         rows = self.inputs[cmd["input"]][1]
-        df = self.stream_of(cmd["input"], payload)
+        df = self.stream_of(cmd["input"], payload, int(cmd.get("per_trigger", 2)), key=variant != "writer_fixed")
         checkpoint = tempfile.mkdtemp(prefix="ckpt-", dir=self.work)
         confirmed: list[int] = []
         writer: KinesisWriter | None = None
         dsw = df.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
-        if variant in ("writer", "writer_b"):  # writer_b: the A/A control on its own stream
-            writer = KinesisWriter(stream_name=stream, **cmd["writer"])
+        if variant in ("writer", "writer_b", "writer_fixed"):  # writer_b: the A/A control on its own stream
+            fixed = {"partitioner": "fixed"} if variant == "writer_fixed" else {}
+            writer = KinesisWriter(stream_name=stream, **cmd["writer"], **fixed)
             dsw = dsw.foreach(writer)
         elif variant == "sink":  # the same writer through the DataSource V2 sink
             dsw = dsw.format("kinesis").options(**KinesisWriter(stream_name=stream, **cmd["writer"]).options())
@@ -287,7 +290,7 @@ class Bench:
 
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="spark-kinesis-bench-"))
-    builder = loopback_session_builder("local[2]", "spark-kinesis-bench")
+    builder = loopback_session_builder(os.environ.get("BENCH_MASTER", "local[2]"), "spark-kinesis-bench")
     builder = builder.config("spark.driver.memory", os.environ.get("BENCH_DRIVER_MEMORY", "4g"))
     builder = builder.config("spark.sql.streaming.metricsEnabled", "false")
     spark = builder.getOrCreate()

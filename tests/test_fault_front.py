@@ -155,6 +155,19 @@ def test_byte_limit(front: FaultFront, client: Any, km: KinesisMock) -> None:
     assert client.put_records(StreamName=STREAM, Records=_records(20, key="b" * 10, size=990))["FailedRecordCount"] == 0
 
 
+def test_oversized_records_in_debt(front: FaultFront, client: Any) -> None:
+    """A scaled-down quota smaller than one record: ``oversized="debt"`` admits it into a full bucket, then
+    refuses until the bucket has refilled past zero (the average rate holds)."""
+    front.enforce_shard_limits(bytes_per_s=500, oversized="debt")
+    recs = _records(3, key="b" * 10, size=990)  # 1000 bytes each, all on one shard
+    resp = client.put_records(StreamName=STREAM, Records=recs)
+    assert ["ErrorCode" in r for r in resp["Records"]] == [False, True, True]
+    assert client.put_records(StreamName=STREAM, Records=recs[1:2])["FailedRecordCount"] == 1  # still in debt
+    with pytest.raises(ValueError, match="oversized"):
+        front.enforce_shard_limits(bytes_per_s=500, oversized="allow")
+    front.enforce_shard_limits(None)
+
+
 def test_fail_requests_http500(front: FaultFront, client: Any) -> None:
     front.fail_requests(1.0)
     with pytest.raises(ClientError) as e:

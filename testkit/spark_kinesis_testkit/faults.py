@@ -62,18 +62,23 @@ _ACCOUNT = "000000000000"  # kinesis-mock's account id
 
 @dataclass
 class _Bucket:
-    """Token bucket holding at most one second of quota, refilled continuously."""
+    """Token bucket holding at most one second of quota, refilled continuously.
+
+    ``debt``: a record larger than a second of the byte quota (possible only with a scaled-down quota, as in the
+    benchmarks) is admitted once the bucket is full and leaves it in debt, so the average rate still holds.
+    """
 
     records: float
     bytes: float
     stamp: float = field(default_factory=time.monotonic)
+    debt: bool = False
 
     def take(self, now: float, limits: tuple[int, int], nbytes: int) -> bool:
         max_bytes, max_records = limits
         elapsed, self.stamp = now - self.stamp, now
         self.records = min(max_records, self.records + elapsed * max_records)
         self.bytes = min(max_bytes, self.bytes + elapsed * max_bytes)
-        if self.records < 1 or self.bytes < nbytes:
+        if self.records < 1 or self.bytes < (min(nbytes, max_bytes) if self.debt else nbytes):
             return False
         self.records -= 1
         self.bytes -= nbytes
@@ -140,6 +145,7 @@ class FaultFront:
         # Switches (only touched on the loop once started).
         self._limits: tuple[int, int] | None = None  # (bytes_per_s, records_per_s)
         self._buckets: dict[str, _Bucket] = {}
+        self._debt = False
         self._shards: dict[str, list[_Shard]] = {}
         self._fail_fraction = 0.0
         self._fail_mode = "http500"
@@ -220,14 +226,21 @@ class FaultFront:
         return self._ca_pem_path
 
     # -- switches (any thread) ------------------------------------------------------------------
-    def enforce_shard_limits(self, bytes_per_s: int | None = 1048576, records_per_s: int = 1000) -> None:
+    def enforce_shard_limits(
+        self, bytes_per_s: int | None = 1048576, records_per_s: int = 1000, oversized: str = "refuse"
+    ) -> None:
         """Per-shard quotas as in real Kinesis; ``enforce_shard_limits(None)`` turns them off.
 
         Each call starts with full buckets and re-reads the shard maps (ListShards, per stream).
+        ``oversized``: what happens to a record larger than ``bytes_per_s`` (real quotas never see one):
+        ``"refuse"`` it always, or ``"debt"``: admit it into a full bucket, which then refills from below zero.
         """
+        if oversized not in ("refuse", "debt"):
+            raise ValueError(f"bad oversized={oversized!r}: 'refuse' or 'debt'")
 
         def apply() -> None:
             self._limits = None if bytes_per_s is None else (bytes_per_s, records_per_s)
+            self._debt = oversized == "debt"
             self._buckets.clear()
             self._shards.clear()
 
@@ -442,7 +455,7 @@ class FaultFront:
         bucket = self._buckets.get(stream + "/" + shard.shard_id)
         if bucket is None:
             max_bytes, max_records = self._limits
-            bucket = self._buckets[stream + "/" + shard.shard_id] = _Bucket(max_records, max_bytes, now)
+            bucket = self._buckets[stream + "/" + shard.shard_id] = _Bucket(max_records, max_bytes, now, self._debt)
         nbytes = _record_bytes(record)
         if not bucket.take(now, self._limits, nbytes):
             return shard.shard_id

@@ -93,13 +93,15 @@ def kind(p: Proc, root: int) -> str:
         return "jvm"
     if p.comm.startswith(KPL_COMM):
         return "kpl_daemon"
+    if p.comm == "java":
+        return "executor_jvm"  # local-cluster's executors (the daemons are their children)
     return "other"  # Python workers (boto3 variants), shells
 
 
 def cpu_by_kind(before: dict[int, Proc], after: dict[int, Proc], root: int) -> dict[str, float]:
     """CPU seconds spent between two ``tree`` snapshots, by kind. A process that ended unreaped in
     between loses its share (PySpark reuses its workers; the KPL daemon lives as long as its producer)."""
-    out = {"jvm": 0.0, "kpl_daemon": 0.0, "other": 0.0}
+    out = {"jvm": 0.0, "executor_jvm": 0.0, "kpl_daemon": 0.0, "other": 0.0}
     for pid, p in after.items():
         prev = before.get(pid)
         start = prev.cpu_s if prev is not None and prev.comm == p.comm else 0.0

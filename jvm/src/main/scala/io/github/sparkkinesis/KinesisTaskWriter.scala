@@ -137,6 +137,8 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
 
   private val metrics = producer.metrics
   private val latch = producer.latch
+  private val resumeRecords = QueueLimiter.resumeAt(options.queueLimit.toLong)
+  private val resumeBytes = QueueLimiter.resumeAt(options.maxOutstandingBytes)
   val pending = new AtomicLong()
   val sent = new LongAdder()
   val failedCount = new LongAdder()
@@ -196,16 +198,19 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     done(bytes)
   }
 
+  /** Wakes waiters once a batch of room is free (QueueLimiter.resumeAt), when this task's last record is in (its
+    * commit waits for that), or when a record failed (a blocked write rethrows it).
+    */
   private def done(bytes: Int): Unit = {
-    release(bytes)
-    pending.decrementAndGet()
-    latch.trigger()
+    val room = release(bytes)
+    if (pending.decrementAndGet() == 0 || room || firstError.get != null) latch.trigger()
   }
 
-  /** Gives back the room a record reserved under the limits. */
-  def release(bytes: Int): Unit = {
-    metrics.inFlightRecords.decrementAndGet()
-    metrics.outstandingBytes.addAndGet(-bytes.toLong)
+  /** Gives back the room a record reserved under the limits; true when both bounds are back at their resume mark. */
+  def release(bytes: Int): Boolean = {
+    val records = metrics.inFlightRecords.decrementAndGet()
+    val outstanding = metrics.outstandingBytes.addAndGet(-bytes.toLong)
+    records <= resumeRecords && outstanding <= resumeBytes
   }
 
   /** Rethrows the first async failure (fail_on_error), wrapped so the stack shows the caller. */

@@ -1,12 +1,15 @@
 package io.github.sparkkinesis
 
 /** A wait that any thread can cut short (FLINK-9374's `TimeoutLatch`): `await` blocks for at most `timeoutMs`;
-  * `trigger` wakes every waiter. Cheap to trigger when nobody waits, so KPL callbacks call it for every completed
+  * `trigger` wakes every waiter. Cheap to trigger when nobody waits, so KPL callbacks may call it for any completed
   * record.
   */
 private[sparkkinesis] final class TimeoutLatch {
   private val lock = new Object
   @volatile private var waiting = false
+
+  /** Triggers that woke a waiter (each one a context switch or more). */
+  @volatile private[sparkkinesis] var wakeups = 0L
 
   def await(timeoutMs: Long): Unit = lock.synchronized {
     waiting = true
@@ -17,6 +20,7 @@ private[sparkkinesis] final class TimeoutLatch {
     if (waiting) lock.synchronized {
       if (waiting) {
         waiting = false
+        wakeups += 1
         lock.notifyAll()
       }
     }

@@ -168,4 +168,30 @@ class BackpressureSuite extends AnyFunSuite {
     producer.succeed(1)
     writer.close(null)
   }
+  test("a blocked writer resumes once 1/32 of the bound is free (at least one record or byte)") {
+    assert(QueueLimiter.resumeAt(1) == 0 && QueueLimiter.resumeAt(31) == 30 && QueueLimiter.resumeAt(64) == 62)
+    assert(QueueLimiter.resumeAt(10000) == 9688 && QueueLimiter.resumeAt(64L * 1024 * 1024) == 62L * 1024 * 1024)
+  }
+
+  // Under backpressure every completion used to wake the blocked task for one record's room: a context switch per
+  // record. Now one completion past the limit wakes nobody; the second (1/32 of 64) does.
+  test("completions wake a writer blocked at queue_limit once a batch of room is free, not for each record") {
+    val fakes = new FakePool
+    val writer = TestWriters.writer(fakes, Map("queue_limit" -> "64"))
+    writer.open(0, 0)
+    val producer = fakes.last
+    (1 to 64).foreach(i => writer.process(TestWriters.row("k", s"r$i")))
+    val shared = fakes.pool.live.head
+    val blocked = new Thread(() => (65 to 66).foreach(i => writer.process(TestWriters.row("k", s"r$i"))))
+    blocked.start()
+    eventually(10000)(shared.metrics.backpressureCycles.getCount > 0 && blocked.getState == Thread.State.TIMED_WAITING)
+    producer.succeed(1) // 63 in flight: above the resume mark (62)
+    assert(shared.latch.wakeups == 0, "one record's room must not wake the blocked writer")
+    producer.succeed(1) // 62: the mark; the writer is woken (or finds the room at its next 100 ms step)
+    blocked.join(10000)
+    assert(!blocked.isAlive && producer.sent.size == 66 && shared.metrics.inFlightRecords.get == 64)
+    producer.succeed(64)
+    writer.close(null)
+    assert(shared.metrics.inFlightRecords.get == 0)
+  }
 }

@@ -17,6 +17,7 @@ class OptionsSuite extends AnyFunSuite {
     assert(o.failOnError)
     assert(o.producer.kplSettings("MetricsLevel") == "none")
     assert(o.producer.kplSettings("EnableOldestFutureTracker") == "false")
+    assert(o.producer.kplSettings("RateLimit") == "100")
     assert(o.producer.kplSettings("Region") == "us-east-1")
   }
 
@@ -25,6 +26,7 @@ class OptionsSuite extends AnyFunSuite {
     assert(
       parse("kpl.EnableOldestFutureTracker" -> "true").producer.kplSettings("EnableOldestFutureTracker") == "true"
     )
+    assert(parse("kpl.RateLimit" -> "150").producer.kplSettings("RateLimit") == "150")
   }
 
   test("endpoint forms are normalised to the KPL's bare host and port") {

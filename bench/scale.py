@@ -1,0 +1,377 @@
+"""make bench, part "scale": CPU per record and link use as shards, record sizes and executors grow.
+
+Real Kinesis gives each shard 1 MiB/s; 256 full shards are 256 MiB/s, which one machine cannot serve. So
+the link is held fixed per record size (``LINK``) and split evenly over the shards: the fault front
+enforces ``LINK / shards`` bytes/s per shard (and 1,000 records/s, as Kinesis). The KPL's ``RateLimit``
+(a whole percent of a real shard) is scaled by the same factor, so it still holds itself at the share of
+the quota it would hold against real shards (the writer's default, 100 %). The writer then spreads the
+same rate over 4 to 256 shards: each shard's aggregates shrink as they do for one executor feeding a
+wide stream, and every shard is at its quota.
+
+Where the scaling stops being faithful:
+- ``RateLimit`` cannot go below 1 % (10 KiB/s, and 10 aggregated records/s) of a real shard: the 2.5 MiB/s
+  link puts a shard's share at exactly that at 256 shards.
+- A 100 KiB record is more than a second of a scaled shard's quota at 64 and 256 shards (64 and 16 KiB/s),
+  which no real shard sees. The front admits it into a full bucket and the shard then pays it back
+  (``oversized="debt"``); with a few records per shard per run, how evenly the ids' keys fall over the
+  shards then decides how busy each shard stays.
+
+Each run writes ~``SECONDS`` of the link from one micro-batch (one input file, so one task, per executor
+core) into a fresh stream, read back record by record afterwards. Executors come from
+``local-cluster[E,1,1536]`` (one core each, each with its own KPL daemon). CPU is the executors' JVMs
+and daemons, net of a ``noop`` run of the same rows on the same executors (Spark's reading and row
+building); the driver is not counted.
+
+Then, without quotas (kinesalite at full speed over TLS, nothing throttled or retried): the cost curve of
+one executor from 4 to 256 shards, with the id as key and with ``partitioner="fixed"`` (one key per Spark
+partition); and two executors against one at 16 shards, for the rate when the link allows it.
+
+Knobs: BENCH_SCALE_SECONDS [12], BENCH_SCALE_SHARDS [4,16,64,256], BENCH_SCALE_SIZES [100,1024,102400],
+BENCH_SCALE_EXECUTORS [1,2], BENCH_SCALE_RATE_LIMIT [100], BENCH_SCALE_FREE_ROWS [300000],
+BENCH_SKIP=scale_free (quotas only). ``make bench-scale`` runs this part alone.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from typing import Any
+
+import backends
+from spark_kinesis_testkit import procs
+from spark_kinesis_testkit.emulator import loopback_writer_options
+from spark_kinesis_testkit.faults import FaultFront
+
+SHARD_COUNTS = [int(x) for x in os.environ.get("BENCH_SCALE_SHARDS", "4,16,64,256").split(",")]
+# Bytes/s of the whole stream per record size: what kinesalite behind the fault front serves on 2 cores with
+# room to spare. 2.5 MiB/s puts a shard's share at 10 KiB/s at 256 shards, the finest quota the KPL's RateLimit
+# (a whole percent of a real shard) still matches: 1 %. 100 KiB records get 4 MiB/s, at 64 and 256 shards still
+# less than one record per second a shard (see the module docstring).
+LINK = {100: 2560 * 1024, 1024: 2560 * 1024, 102400: 4 * 1024 * 1024}
+LINK = {k: v for k, v in LINK.items() if str(k) in os.environ.get("BENCH_SCALE_SIZES", "100,1024,102400").split(",")}
+SECONDS = float(os.environ.get("BENCH_SCALE_SECONDS", "12"))
+EXECUTORS = [int(x) for x in os.environ.get("BENCH_SCALE_EXECUTORS", "1,2").split(",")]
+FREE_ROWS = int(os.environ.get("BENCH_SCALE_FREE_ROWS", "300000"))  # 100 B, no quotas
+FREE_SHARDS = 16
+MASTER = "local-cluster[{},1,1536]"
+# queue_limit ~1 s of the link, and at least 4 records per shard (docs/configuration.md's sizing: with fewer
+# outstanding records than shards, shards sit idle); max_outstanding_bytes then never binds first.
+QUEUE_LIMIT = {100: 25000, 1024: 2500, 102400: 40}
+
+
+def queue_limit(size: int, shards: int) -> int:
+    return max(QUEUE_LIMIT[size], 4 * shards)
+
+
+KEY_BYTES = 7  # partition keys are ids below 10^7: what the front counts besides the data
+
+
+def say(msg: str) -> None:
+    print(f"bench: {msg}", flush=True)
+
+
+def rows_for(size: int) -> int:
+    return int(LINK[size] * SECONDS / (size + KEY_BYTES))
+
+
+RATE_LIMIT = int(os.environ.get("BENCH_SCALE_RATE_LIMIT", "100"))  # the writer's default, percent of the quota
+
+
+def rate_limit(per_shard: int) -> int:
+    """The KPL's ``RateLimit`` (percent of a real shard's 1 MiB/s; the writer's default 100) scaled to the per-shard
+    quota, so the KPL holds itself at the share of the quota it would hold against real shards (1 is its minimum)."""
+    return max(1, round(RATE_LIMIT * per_shard / (1024 * 1024)))
+
+
+WINDOW = (0.25, 0.9)  # the steady middle of a run, in shares of its admitted bytes
+
+
+def crossing(samples: list[tuple[float, int]], frac: float) -> float:
+    """When the cumulative admitted bytes crossed ``frac`` of their total (interpolated)."""
+    target = frac * samples[-1][1]
+    for (t0, b0), (t1, b1) in zip(samples, samples[1:]):
+        if b1 >= target:
+            return t0 + (t1 - t0) * (target - b0) / (b1 - b0) if b1 > b0 > -1 and target > b0 else t1
+    return samples[-1][0]
+
+
+def window_rate(samples: list[tuple[float, int]], lo: float = WINDOW[0], hi: float = WINDOW[1]) -> float | None:
+    """Bytes/s between the moments the cumulative count crossed ``lo`` and ``hi`` of its total: the
+    steady middle of a run, past the first second's full buckets and before the last records' tail."""
+    if len(samples) < 3 or samples[-1][1] <= 0:
+        return None
+    ta, tb = crossing(samples, lo), crossing(samples, hi)
+    total = samples[-1][1]
+    return (hi - lo) * total / (tb - ta) if tb > ta else None
+
+
+def at(series: list[tuple[float, float]], t: float) -> float:
+    """``series`` (time, value) read at ``t``, interpolated."""
+    for (t0, v0), (t1, v1) in zip(series, series[1:]):
+        if t1 >= t:
+            return v0 + (v1 - v0) * (t - t0) / (t1 - t0) if t1 > t0 else v1
+    return series[-1][1]
+
+
+class FrontSampler:
+    """Admitted bytes at the fault front every 0.1 s, relative to the start; with ``root``, also the CPU seconds of
+    the executors' JVMs and KPL daemons below it (for the steady window's CPU per record)."""
+
+    def __init__(self, front: FaultFront, root: int | None = None) -> None:
+        self.front, self.root = front, root
+        self.samples: list[tuple[float, int]] = []
+        self.cpu: list[tuple[float, float]] = []
+        self.base = front.stats()
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+
+    def _sample(self) -> None:
+        s = self.front.stats()
+        now = time.monotonic()
+        self.samples.append((now, s["admitted_bytes"] - self.base["admitted_bytes"]))
+        if self.root is not None:
+            tree = procs.tree(self.root)
+            kinds = ("executor_jvm", "kpl_daemon")
+            self.cpu.append((now, sum(p.cpu_s for p in tree.values() if procs.kind(p, self.root) in kinds)))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.1):
+            self._sample()
+
+    def __enter__(self) -> FrontSampler:
+        self._sample()
+        self._t.start()
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self._stop.set()
+        self._t.join()
+        self._sample()
+        self.throttled = self.front.stats()["throttled_records"] - self.base["throttled_records"]
+
+    def steady_cpu_per_m(self, rows: int, noop_s_per_row: float) -> float | None:
+        """CPU-s per million records in the steady window (executors' JVMs and daemons, net of Spark's generation):
+        the window holds ``hi - lo`` of the run's admitted bytes, so that share of its records."""
+        if len(self.cpu) < 3 or self.samples[-1][1] <= 0:
+            return None
+        ta, tb = crossing(self.samples, WINDOW[0]), crossing(self.samples, WINDOW[1])
+        records = (WINDOW[1] - WINDOW[0]) * rows
+        return (at(self.cpu, tb) - at(self.cpu, ta) - noop_s_per_row * records) / records * 1e6
+
+
+def check_ids(b: backends.Backend, stream: str, rows: int, payload: int, keyed: bool) -> dict[str, int]:
+    """Every id once, with its bytes (and, keyed, its id as the key)."""
+    from spark_kinesis_testkit.emulator import read_stream
+
+    seen: dict[int, int] = {}
+    bad = 0
+    for r in read_stream(b.client(), stream):
+        i = int(r.data[:20])
+        if r.data != f"{i:020d}".encode() + b"x" * (payload - 20) or (keyed and r.partition_key != str(i)):
+            bad += 1
+        seen[i] = seen.get(i, 0) + 1
+    return {
+        "missing": sum(1 for i in range(rows) if i not in seen),
+        "duplicates": sum(c - 1 for c in seen.values() if c > 1),
+        "bad": bad,
+    }
+
+
+def net_cpu(r: dict[str, Any], noop: dict[str, Any]) -> float:
+    """CPU-s per million records: executor JVMs + daemons, minus the noop run's executor JVMs."""
+    cpu = (
+        r["cpu_s"]["executor_jvm"] + r["cpu_s"]["kpl_daemon"] - noop["cpu_s"]["executor_jvm"] * r["rows"] / noop["rows"]
+    )
+    return cpu / r["rows"] * 1e6
+
+
+def scale(result: dict[str, Any], spark_side: Any) -> None:
+    say(
+        f"scale: shards {SHARD_COUNTS} x sizes {list(LINK)} x executors {EXECUTORS}, link per size "
+        f"{ {k: f'{v / 2**20:g} MiB/s' for k, v in LINK.items()} } split over the shards, ~{SECONDS:g} s per run"
+    )
+    runs: list[dict[str, Any]] = []
+    free: list[dict[str, Any]] = []
+    with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
+        writer_base = loopback_writer_options(front.endpoint, **backends.KPL_BASE)
+        for e in EXECUTORS:
+            with spark_side(master=MASTER.format(e)) as side:
+                for size in LINK:
+                    side.call(cmd="input", name=f"s{size}", start=0, rows=rows_for(size), files=e)
+                side.call(cmd="input", name="warm", start=0, rows=100000, files=e)  # JIT, daemon start
+                up.create_stream("warm", 4)
+                front.enforce_shard_limits(None)
+                opts = {**writer_base, "queue_limit": 10000, "producer_idle_timeout_ms": 3_600_000}
+                side.call(
+                    cmd="run",
+                    variant="writer",
+                    input="warm",
+                    payload=100,
+                    stream="warm",
+                    writer=opts,
+                    backend_pid=up.pid,
+                    per_trigger=e,
+                )
+                up.delete_stream("warm")
+                for size in LINK:
+                    noop = side.call(
+                        cmd="run", variant="noop", input=f"s{size}", payload=size, backend_pid=up.pid, per_trigger=e
+                    )
+                    for shards in SHARD_COUNTS:
+                        runs.append(one_run(up, front, side, e, size, shards, noop, writer_base))
+    result["scale_runs"] = runs
+    if "scale_free" in os.environ.get("BENCH_SKIP", ""):
+        return
+    # Without quotas: the rate one and two executors reach, and the fixed partitioner, on kinesalite over TLS.
+    with backends.Kinesalite() as b:
+        opts = {**b.endpoint_options(), "queue_limit": 10000, "producer_idle_timeout_ms": 3_600_000}
+        sides = {e: spark_side(master=MASTER.format(e)) for e in EXECUTORS}
+        opened = {e: s.__enter__() for e, s in sides.items()}
+        try:
+            for e, side in opened.items():
+                side.call(cmd="input", name="free", start=0, rows=FREE_ROWS, files=e)
+                side.call(cmd="input", name="warm", start=0, rows=50000, files=e)
+                b.create_stream(f"warm-e{e}", FREE_SHARDS)
+                side.call(
+                    cmd="run",
+                    variant="writer",
+                    input="warm",
+                    payload=100,
+                    stream=f"warm-e{e}",
+                    writer=opts,
+                    backend_pid=b.pid,
+                    per_trigger=e,
+                )
+                b.delete_stream(f"warm-e{e}")
+            noops = {
+                e: side.call(cmd="run", variant="noop", input="free", payload=100, backend_pid=b.pid, per_trigger=e)
+                for e, side in opened.items()
+            }
+            # The cost curve without quotas (nothing throttled, nothing retried): one executor, 4 to 256 shards,
+            # the id as key against partitioner="fixed"; and two executors against one at FREE_SHARDS.
+            plan = [(1, v, n) for n in SHARD_COUNTS for v in ("writer", "writer_fixed")]
+            plan += [(2, "writer", FREE_SHARDS)]
+            for rep in range(2):
+                for e, variant, shards in plan if rep == 0 else plan[::-1]:
+                    stream = f"free-{variant}-{shards}-e{e}-r{rep}"
+                    b.create_stream(stream, shards)
+                    r = opened[e].call(
+                        cmd="run",
+                        variant=variant,
+                        input="free",
+                        payload=100,
+                        stream=stream,
+                        writer=opts,
+                        backend_pid=b.pid,
+                        per_trigger=e,
+                    )
+                    r.update(executors=e, shards=shards, rep=rep, cpu_s_per_m_net=net_cpu(r, noops[e]))
+                    r["verify"] = check_ids(b, stream, FREE_ROWS, 100, keyed=variant == "writer")
+                    b.delete_stream(stream)
+                    say(
+                        f"  free {variant:12s} e={e} shards={shards:3d}: {r['records_per_s']:>8,.0f} rec/s "
+                        f"cpu/M net={r['cpu_s_per_m_net']:5.1f} verify={r['verify']}"
+                    )
+                    free.append(r)
+        finally:
+            for s in sides.values():
+                s.__exit__(None, None, None)
+    result["scale_free_runs"] = free
+
+
+def one_run(
+    up: backends.Backend,
+    front: FaultFront,
+    side: Any,
+    e: int,
+    size: int,
+    shards: int,
+    noop: dict[str, Any],
+    writer_base: dict[str, Any],
+) -> dict[str, Any]:
+    stream = f"scale-{size}-{shards}-e{e}"
+    up.create_stream(stream, shards)
+    link = LINK[size]
+    per_shard = link // shards
+    front.enforce_shard_limits(bytes_per_s=per_shard, records_per_s=1000, oversized="debt")
+    limit = queue_limit(size, shards)
+    opts = {
+        **writer_base,
+        "queue_limit": limit,
+        "max_outstanding_bytes": limit * (size + 1024),
+        "producer_idle_timeout_ms": 3_600_000,
+    }
+    opts["kpl"] = {**opts["kpl"], "RateLimit": rate_limit(per_shard)}
+    with FrontSampler(front, root=int(side.hello["jvm_pid"])) as fs:
+        r = side.call(
+            cmd="run",
+            variant="writer",
+            input=f"s{size}",
+            payload=size,
+            stream=stream,
+            writer=opts,
+            backend_pid=up.pid,
+            per_trigger=e,
+        )
+    rate = window_rate(fs.samples)
+    r.update(
+        executors=e,
+        shards=shards,
+        link_bytes_per_s=link,
+        kpl_rate_limit=rate_limit(per_shard),
+        queue_limit=opts["queue_limit"],
+        link_use=rate / link if rate else None,
+        throttled=fs.throttled,
+        cpu_s_per_m_net=net_cpu(r, noop),
+        cpu_s_per_m_steady=fs.steady_cpu_per_m(r["rows"], noop["cpu_s"]["executor_jvm"] / noop["rows"]),
+        noop_cpu_s=noop["cpu_s"],
+        verify=check_ids(up, stream, r["rows"], size, keyed=True),
+    )
+    up.delete_stream(stream)
+    say(
+        f"  e={e} {size:6d} B shards={shards:3d}: link {r['link_use'] or 0:6.1%} "
+        f"CPU-s/M net {r['cpu_s_per_m_net']:7.1f}, steady {r['cpu_s_per_m_steady'] or 0:7.1f}  "
+        f"{r['records_per_s']:>8,.0f} rec/s throttled={fs.throttled:,} failed={r['failed']} verify={r['verify']}"
+    )
+    return r
+
+
+def summarise(result: dict[str, Any], sm: dict[str, Any]) -> None:
+    runs = result.get("scale_runs", [])
+
+    def cpu(size: int, shards: int, e: int, key: str = "cpu_s_per_m_net") -> float | None:
+        xs = [r[key] for r in runs if (r["payload"], r["shards"], r["executors"]) == (size, shards, e) and r.get(key)]
+        return statistics.median(xs) if xs else None
+
+    # Whole runs (what the machine-readable line reports), and their steady windows (no start, no tail).
+    for key, out in (("cpu_s_per_m_net", "scale_cost_ratio"), ("cpu_s_per_m_steady", "scale_cost_ratio_steady")):
+        a, b = cpu(100, SHARD_COUNTS[-1], 1, key), cpu(100, SHARD_COUNTS[0], 1, key)
+        if a and b:
+            sm[out] = a / b
+    if runs:
+        uses = [r["link_use"] for r in runs if r["link_use"] is not None]
+        sm["scale_link_use_min"] = min(uses) if uses else None
+        sm["scale_failed"] = sum(r["failed"] for r in runs)
+        sm["scale_missing"] = sum(r["verify"]["missing"] for r in runs)
+    free = result.get("scale_free_runs", [])
+    one = [
+        r["records_per_s"]
+        for r in free
+        if r["variant"] == "writer" and r["executors"] == 1 and r["shards"] == FREE_SHARDS
+    ]
+    two = [r["records_per_s"] for r in free if r["variant"] == "writer" and r["executors"] == 2]
+    if one and two:
+        sm["two_executors_vs_one"] = statistics.median(two) / statistics.median(one)
+
+    def free_cpu(variant: str, shards: int, e: int = 1) -> float | None:
+        xs = [r["cpu_s_per_m_net"] for r in free if (r["variant"], r["shards"], r["executors"]) == (variant, shards, e)]
+        return statistics.median(xs) if xs else None
+
+    a, b = free_cpu("writer", SHARD_COUNTS[-1]), free_cpu("writer", SHARD_COUNTS[0])
+    if a and b:  # the same ratio without quotas: aggregation alone, no throttling
+        sm["scale_cost_ratio_unthrottled"] = a / b
+    one_cpu, two_cpu = free_cpu("writer", FREE_SHARDS), free_cpu("writer", FREE_SHARDS, 2)
+    if one_cpu and two_cpu:
+        sm["two_executors_cpu_vs_one"] = two_cpu / one_cpu
