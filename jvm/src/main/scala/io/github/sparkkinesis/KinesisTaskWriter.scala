@@ -198,8 +198,8 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     done(bytes)
   }
 
-  /** Wakes waiters once a batch of room is free (QueueLimiter.resumeAt), when this task's last record is in (its
-    * commit waits for that), or when a record failed (a blocked write rethrows it).
+  /** Wakes waiters once a batch of room is free (QueueLimiter.resumeAt), when this task's last record is in (its commit
+    * waits for that), or when a record failed (a blocked write rethrows it).
     */
   private def done(bytes: Int): Unit = {
     val room = release(bytes)

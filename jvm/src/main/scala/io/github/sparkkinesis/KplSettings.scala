@@ -78,10 +78,10 @@ private[sparkkinesis] object KplSettings {
     *     whose `remove` is a linear scan, once per completed record. At `queue_limit=10000` that scan was the top JVM
     *     frame in the benchmark's JFR profile (37 % of samples). It only feeds `getOldestRecordTimeInMillis()`, which
     *     the writer does not use.
-    *   - `RateLimit=100` (the KPL's is 150, Flink's producer also sets 100): the KPL then sends a shard no more than its
-    *     quota, where at 150 % a third of what it sends past the quota is throttled and sent again, each retry paying
-    *     the per-byte and per-record work once more. Behind shard quotas that was 10–18 % of the CPU per record at the
-    *     same link use (docs/benchmarks.md, "tuning").
+    *   - `RateLimit=100` (the KPL's is 150, Flink's producer also sets 100): the KPL then sends a shard no more than
+    *     its quota, where at 150 % a third of what it sends past the quota is throttled and sent again, each retry
+    *     paying the per-byte and per-record work once more. Behind shard quotas that was 10–18 % of the CPU per record
+    *     at the same link use (docs/benchmarks.md, "tuning").
     */
   val writerDefaults: Map[String, String] =
     Map("MetricsLevel" -> "none", "EnableOldestFutureTracker" -> "false", "RateLimit" -> "100")

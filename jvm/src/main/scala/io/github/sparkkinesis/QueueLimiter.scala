@@ -57,9 +57,9 @@ private[sparkkinesis] object QueueLimiter {
   val StepMs = 100L
   val WarnAfterMs = 1000L
 
-  /** Completions wake a writer blocked on the limits only once 1/32 of the bound is free again (at least one
-    * record or byte): waking it for every completed record cost a context switch per record under backpressure,
-    * for a single record's room each time. The bound itself is untouched: room is still reserved record by record.
+  /** Completions wake a writer blocked on the limits only once 1/32 of the bound is free again (at least one record or
+    * byte): waking it for every completed record cost a context switch per record under backpressure, for a single
+    * record's room each time. The bound itself is untouched: room is still reserved record by record.
     */
   def resumeAt(bound: Long): Long = bound - math.max(1L, bound / 32)
 
