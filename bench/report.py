@@ -190,6 +190,15 @@ def plot_backpressure(result: dict[str, Any], img: Path) -> list[Path]:
     return out
 
 
+def _shard_axis(ax: Any, label: str) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([4, 16, 64, 256], ["4", "16", "64", "256"])
+    ax.set_xlabel(label)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def plot_scale(result: dict[str, Any], img: Path) -> Path | None:
     """CPU per record (net) and link use against shards, one column per record size, a line per executor count."""
     runs = result.get("scale_runs")
@@ -215,13 +224,7 @@ def plot_scale(result: dict[str, Any], img: Path) -> Path | None:
         axes[1][col].set_ylabel("link use, % (steady middle of the run)")
         axes[1][col].axhline(97, color="grey", ls="--", lw=0.8)
         for row in (0, 1):
-            ax = axes[row][col]
-            ax.set_xscale("log", base=2)
-            ax.set_xticks([4, 16, 64, 256], ["4", "16", "64", "256"])
-            ax.set_xlabel("shards")
-            ax.set_ylim(bottom=0)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
+            _shard_axis(axes[row][col], "shards")
     fig.suptitle("Writer cost and link use as the shards per daemon grow (fault front quotas, kinesalite)")
     fig.tight_layout()
     return _save(fig, img, "bench-scale.png")
@@ -248,12 +251,7 @@ def plot_scale_unthrottled(result: dict[str, Any], img: Path) -> Path | None:
     axes[0].set_ylabel("CPU-s per million records (net of Spark)")
     axes[1].set_ylabel("records/s")
     for ax in axes:
-        ax.set_xscale("log", base=2)
-        ax.set_xticks([4, 16, 64, 256], ["4", "16", "64", "256"])
-        ax.set_xlabel("shards (one executor, one KPL daemon)")
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        _shard_axis(ax, "shards (one executor, one KPL daemon)")
     fig.suptitle("Without quotas: 100 B records from one executor spread over more shards (kinesalite, TLS)")
     fig.tight_layout()
     return _save(fig, img, "bench-scale-unthrottled.png")
