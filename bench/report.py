@@ -517,15 +517,18 @@ def table(result: dict[str, Any], source: str) -> str:
             "",
             None,
         )
-        for r in free:
-            if r["rep"] == 0:
-                row(
-                    f"no quotas, 100 B × {r['rows']:,}, {r['shards']} shards, {r['executors']} executor(s), "
-                    f"{'partitioner=fixed' if r['variant'] == 'writer_fixed' else 'id as key'}",
-                    f"**{r['records_per_s']:,.0f}** rec/s, **{r['cpu_s_per_m_net']:.1f}** CPU-s per million (net)",
-                    "",
-                    None,
-                )
+        for key in dict.fromkeys((r["executors"], r["shards"], r["variant"]) for r in free):
+            mine = [r for r in free if (r["executors"], r["shards"], r["variant"]) == key]
+            rate = [r["records_per_s"] for r in mine]
+            cpu = [r["cpu_s_per_m_net"] for r in mine]
+            row(
+                f"no quotas, 100 B × {mine[0]['rows']:,}, {key[1]} shards, {key[0]} executor(s), "
+                f"{'partitioner=fixed' if key[2] == 'writer_fixed' else 'id as key'}",
+                f"**{_median_spread(rate)[0]:,.0f}** ({min(rate):,.0f}–{max(rate):,.0f}) rec/s, "
+                f"**{_median_spread(cpu)[0]:.1f}** ({min(cpu):.1f}–{max(cpu):.1f}) CPU-s per million (net)",
+                "",
+                None,
+            )
     for j in result.get("jmh", []):
         row(
             f"hot path `process()` (JMH, stub producer, 100 B), limit check {j['params'].get('limit', '?')}",
