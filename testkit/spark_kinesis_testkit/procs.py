@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,3 +126,61 @@ def rss_bytes(pid: int) -> int:
 def kpl_daemons(root: int) -> list[int]:
     """The KPL daemons (``kinesis_producer``) under ``root``."""
     return [p.pid for p in tree(root).values() if p.comm.startswith(KPL_COMM)]
+
+
+def _age_s(pid: int) -> float:
+    """Seconds since ``pid`` started (0 if it is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except OSError:
+        return 0.0
+    return uptime - int(raw[raw.rindex(")") + 2 :].split()[19]) / _TICK
+
+
+class DaemonWatch:
+    """Reads the command line of every KPL daemon started under ``root`` (its child or grandchild: a local-mode JVM's
+    daemons), as soon as it appears: a daemon the KPL restarts in place may live only until its producer is closed.
+
+    >>> with DaemonWatch(probe.proc.pid) as watch:
+    ...     ...
+    >>> watch.command_lines  # {pid: raw /proc/<pid>/cmdline}
+    """
+
+    def __init__(self, root: int, period_s: float = 0.002) -> None:
+        self.root = root
+        self.period_s = period_s
+        self.command_lines: dict[int, bytes] = {}
+        self._settled: set[int] = set()  # seen, and too old to exec a daemon still
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="daemon-watch", daemon=True)
+
+    def __enter__(self) -> DaemonWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            for d in os.listdir("/proc"):
+                if not d.isdigit() or int(d) in self._settled:
+                    continue
+                pid = int(d)
+                p = read(pid)
+                if p is None:
+                    continue
+                if not p.comm.startswith(KPL_COMM):
+                    # A JVM's child carries the forking thread's name until it execs: only an old one is settled.
+                    if _age_s(pid) > 1.0:
+                        self._settled.add(pid)
+                    continue
+                parent = read(p.ppid)
+                if self.root in (p.ppid, parent.ppid if parent else -1):
+                    try:
+                        self.command_lines[pid] = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    except OSError:
+                        continue
+                self._settled.add(pid)

@@ -100,25 +100,30 @@ private[sparkkinesis] object Credentials {
 
 /** Keeps credentials off the KPL daemon's command line, where every local user can read them (/proc/<pid>/cmdline).
   *
-  * The KPL's `Daemon` (1.0.x) resolves its provider twice to build the daemon's `-k` and `-w` arguments, hex-encoded in
-  * clear, before it starts the process; then, once connected, on a loop every `CredentialsRefreshDelay`: the Kinesis
-  * credentials, then the metrics ones (the same provider when no metrics provider is set), each sent as a
-  * `SetCredentials` message through the pipe that also carries records, in order. This provider answers the first two
-  * calls with a placeholder and every later call with the real credentials. A call that starts after a successful real
-  * one means that one's message is queued for the daemon: [[awaitDelivered]] returns then, so a record put afterwards
-  * can only reach the daemon behind real credentials, and the placeholder never signs a request.
+  * The KPL's `Daemon` (1.0.x) resolves its provider twice to build each daemon's `-k` and `-w` arguments, hex-encoded
+  * in clear, before it starts the process, and again whenever `KinesisProducer` restarts a dead daemon in place; and,
+  * once connected, on a loop every `CredentialsRefreshDelay` (`Daemon.updateCredentials`): the Kinesis credentials,
+  * then the metrics ones (the same provider when no metrics provider is set), each sent as a `SetCredentials` message
+  * through the pipe that also carries records, in order. This provider answers the refresh loop with the real
+  * credentials and every other caller (the command line of the first daemon and of any restarted one) with a
+  * placeholder. A refresh call that starts after a successful real one means that one's message is queued for the
+  * daemon: [[awaitDelivered]] returns then, so a record put afterwards can only reach the daemon behind real
+  * credentials.
   */
-private[sparkkinesis] final class PipeOnlyCredentials(real: AwsCredentialsProvider, source: Credentials)
-    extends AwsCredentialsProvider {
-  private val calls = new AtomicInteger()
+private[sparkkinesis] final class PipeOnlyCredentials(
+    real: AwsCredentialsProvider,
+    source: Credentials,
+    fromRefreshLoop: () => Boolean = () => PipeOnlyCredentials.calledByRefreshLoop
+) extends AwsCredentialsProvider {
+  private val refreshes = new AtomicInteger()
   private val delivered = new CountDownLatch(1)
   @volatile private var lastSucceeded = false
   @volatile private var failure: Throwable = _
 
-  override def resolveCredentials(): AwsCredentials = {
-    val n = calls.incrementAndGet()
-    if (n <= PipeOnlyCredentials.CommandLineCalls) PipeOnlyCredentials.Placeholder
+  override def resolveCredentials(): AwsCredentials =
+    if (!fromRefreshLoop()) PipeOnlyCredentials.Placeholder
     else {
+      refreshes.incrementAndGet()
       if (lastSucceeded) delivered.countDown()
       try {
         val c = real.resolveCredentials()
@@ -131,7 +136,6 @@ private[sparkkinesis] final class PipeOnlyCredentials(real: AwsCredentialsProvid
           throw e
       }
     }
-  }
 
   /** Blocks until the daemon has real credentials queued; fails with the source's error and fix if it cannot. */
   def awaitDelivered(timeoutMs: Long): Unit = {
@@ -145,7 +149,7 @@ private[sparkkinesis] final class PipeOnlyCredentials(real: AwsCredentialsProvid
         )
       if (System.nanoTime() > deadline)
         throw new KinesisWriteException(
-          if (calls.get <= PipeOnlyCredentials.CommandLineCalls)
+          if (refreshes.get == 0)
             s"The KPL daemon did not connect within $timeoutMs ms (see the KPL's log lines before this error)."
           else s"No AWS credentials for the KPL from $source within $timeoutMs ms. ${source.fix}",
           null
@@ -157,8 +161,15 @@ private[sparkkinesis] final class PipeOnlyCredentials(real: AwsCredentialsProvid
 }
 
 private[sparkkinesis] object PipeOnlyCredentials {
-  private val CommandLineCalls = 2 // -k and -w
   private val PollMs = 20L
+
+  /** The KPL's credentials refresh loop: the only caller whose answer goes through the pipe, not a command line. */
+  private[sparkkinesis] val RefreshLoop =
+    (classOf[software.amazon.kinesis.producer.Daemon].getName, "updateCredentials")
+
+  /** True on the KPL's refresh loop (every 5 s by default, so walking the stack costs nothing that matters). */
+  def calledByRefreshLoop: Boolean =
+    Thread.currentThread.getStackTrace.exists(f => (f.getClassName, f.getMethodName) == RefreshLoop)
 
   /** What the daemon's command line carries: no secret, and a key id that names why if it ever shows up. */
   val Placeholder: AwsCredentials =
