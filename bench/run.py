@@ -624,7 +624,7 @@ def main() -> int:
         if "throughput" in PARTS:
             throughput(result)
         if "tuning" in PARTS:
-            tuning.tuning(result, spark_side, REPS, verify)
+            tuning.tuning(result, spark_side, REPS, verify, WARM_START)
         if "backpressure" in PARTS:
             backpressure(result)
         if "scale" in PARTS:

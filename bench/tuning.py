@@ -100,7 +100,10 @@ def net_cpu_per_m(r: dict[str, Any], noop: dict[str, Any]) -> float:
     return (r["cpu_s"]["jvm"] + daemon - noop["cpu_s"]["jvm"] * r["rows"] / noop["rows"]) / r["rows"] * 1e6
 
 
-def tuning(result: dict[str, Any], spark_side: Callable[..., Any], reps: int, verify: Callable[..., Any]) -> None:
+def tuning(
+    result: dict[str, Any], spark_side: Callable[..., Any], reps: int, verify: Callable[..., Any], warm_start: int
+) -> None:
+    """``verify`` and ``warm_start``: bench/run.py's read-back check and the first id of warm-up inputs."""
     say(f"tuning: {len(VARIANTS)} variants x {reps} repetitions, 100 B x {ROWS:,}, {SHARDS} shards, unthrottled")
     runs: list[dict[str, Any]] = []
     limited: list[dict[str, Any]] = []
@@ -108,9 +111,9 @@ def tuning(result: dict[str, Any], spark_side: Callable[..., Any], reps: int, ve
     with tempfile.TemporaryDirectory(prefix="bench-tuning-") as tmp, spark_side() as side:
         with backends.Kinesalite() as b:
             side.call(cmd="input", name="tune", start=0, rows=ROWS, files=8)
-            side.call(cmd="input", name="tune-warm", start=scale_warm(), rows=ROWS // 10, files=2)
+            side.call(cmd="input", name="tune-warm", start=warm_start, rows=ROWS // 10, files=2)
             base = {**b.endpoint_options(), **WRITER}
-            options: dict[str, dict[str, Any]] = {}
+            options: dict[str, tuple[str, dict[str, Any]]] = {}
             for i, (name, kpl) in enumerate(VARIANTS.items()):
                 stream = f"tune-{i}"
                 b.create_stream(stream, SHARDS)
@@ -120,7 +123,7 @@ def tuning(result: dict[str, Any], spark_side: Callable[..., Any], reps: int, ve
                     if wrapper is None:
                         continue
                     kpl = {"NativeExecutable": wrapper}
-                options[name] = {**base, "kpl": {**base["kpl"], **kpl}, "_stream": stream}
+                options[name] = (stream, {**base, "kpl": {**base["kpl"], **kpl}})
                 side.call(**run_cmd(options[name], "tune-warm", 100, b.pid))
             for rep in range(reps):
                 noop = side.call(cmd="run", variant="noop", input="tune", payload=100, backend_pid=b.pid)
@@ -134,30 +137,28 @@ def tuning(result: dict[str, Any], spark_side: Callable[..., Any], reps: int, ve
                         f"failed={r['failed']}"
                     )
                     runs.append(r)
-            for name, opts in options.items():
-                checks[name] = verify(b, opts["_stream"], ROWS, reps, ROWS // 10, 100)
-        limited = behind_quotas(side, reps, checks, verify)
+            for name, (stream, _) in options.items():
+                checks[name] = verify(b, stream, ROWS, reps, ROWS // 10, 100)
+        limited = behind_quotas(side, reps, checks, verify, warm_start)
     result["tuning"] = {"runs": runs, "limited_runs": limited, "verify": checks, "variants": list(VARIANTS)}
 
 
-def scale_warm() -> int:
-    return 10**12  # warm-up ids never collide with measured ones (bench/run.py's WARM_START)
-
-
-def run_cmd(opts: dict[str, Any], inp: str, payload: int, backend_pid: int) -> dict[str, Any]:
-    writer = {k: v for k, v in opts.items() if not k.startswith("_")}
+def run_cmd(variant: tuple[str, dict[str, Any]], inp: str, payload: int, backend_pid: int) -> dict[str, Any]:
+    stream, writer = variant
     return dict(
         cmd="run",
         variant="writer",
         input=inp,
         payload=payload,
-        stream=opts["_stream"],
+        stream=stream,
         writer=writer,
         backend_pid=backend_pid,
     )
 
 
-def behind_quotas(side: Any, reps: int, checks: dict[str, Any], verify: Callable[..., Any]) -> list[dict[str, Any]]:
+def behind_quotas(
+    side: Any, reps: int, checks: dict[str, Any], verify: Callable[..., Any], warm_start: int
+) -> list[dict[str, Any]]:
     link = LIMITED_SHARDS * 1024 * 1024
     say(
         f"tuning behind shard quotas: {LIMITED_SHARDS} shards x (1 MiB/s, 1,000 records/s), "
@@ -167,12 +168,12 @@ def behind_quotas(side: Any, reps: int, checks: dict[str, Any], verify: Callable
     with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
         base = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
         side.call(cmd="input", name="tune-lim", start=0, rows=ROWS_LIMITED, files=2)
-        side.call(cmd="input", name="tune-lim-warm", start=scale_warm(), rows=ROWS_LIMITED // 10, files=2)
-        options = {}
+        side.call(cmd="input", name="tune-lim-warm", start=warm_start, rows=ROWS_LIMITED // 10, files=2)
+        options: dict[str, tuple[str, dict[str, Any]]] = {}
         for i, (name, kpl) in enumerate(LIMITED_VARIANTS.items()):
             stream = f"tune-lim-{i}"
             up.create_stream(stream, LIMITED_SHARDS)
-            options[name] = {**base, "kpl": {**base["kpl"], **kpl}, "_stream": stream}
+            options[name] = (stream, {**base, "kpl": {**base["kpl"], **kpl}})
         front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
         for name in options:
             side.call(**run_cmd(options[name], "tune-lim-warm", LIMITED_PAYLOAD, up.pid))
@@ -195,8 +196,8 @@ def behind_quotas(side: Any, reps: int, checks: dict[str, Any], verify: Callable
                     f"  throttled={fs.throttled:,} failed={r['failed']}"
                 )
                 out.append(r)
-        for name, opts in options.items():
-            checks[f"limited {name}"] = verify(up, opts["_stream"], ROWS_LIMITED, reps, ROWS_LIMITED // 10, 1024)
+        for name, (stream, _) in options.items():
+            checks[f"limited {name}"] = verify(up, stream, ROWS_LIMITED, reps, ROWS_LIMITED // 10, 1024)
     return out
 
 
