@@ -49,7 +49,8 @@ import jfr_top  # noqa: E402
 import perf_daemon  # noqa: E402
 import scale  # noqa: E402
 import tuning  # noqa: E402
-from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream  # noqa: E402
+from common import WARM_START, say, verify  # noqa: E402
+from spark_kinesis_testkit.emulator import loopback_writer_options  # noqa: E402
 from spark_kinesis_testkit.faults import FaultFront  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "3"))
@@ -60,7 +61,6 @@ PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,scale,jmh"
 # The KPL caps itself at RateLimit (the writer's default: 100 %) of a shard's 1 MiB/s: enough shards that this
 # cap stays above what the CPU (100 B) or the backend (10 KiB, ~17 MB/s) allows, as a fast stream would have.
 SHARDS = {100: 8, 10240: 24}
-WARM_START = 10**12  # warm-up ids never collide with measured ones
 RESULTS = HERE / "results"
 SBT = [str(ROOT / "build" / "sbt"), "-batch"]
 
@@ -79,10 +79,6 @@ BP_RUNS: dict[str, dict[str, int]] = {
     "queue_limit": {"queue_limit": 2000, "max_outstanding_bytes": 2**62},
     "max_outstanding_bytes": {"queue_limit": 2**31 - 1, "max_outstanding_bytes": 2 * 1024 * 1024},
 }
-
-
-def say(msg: str) -> None:
-    print(f"bench: {msg}", flush=True)
 
 
 def spread(xs: list[float]) -> dict[str, float]:
@@ -313,24 +309,6 @@ def bare_rep(classpath: str, writer_opts: dict[str, Any], rep: int) -> dict[str,
         f"cpu jvm={r['jvm_cpu_s']:.1f}s daemon={r['daemon_cpu_s']:.1f}s"
     )
     return r
-
-
-def verify(b: backends.Backend, stream: str, rows: int, reps: int, warm_rows: int, payload: int) -> dict[str, Any]:
-    """Every measured id came back ``reps`` times (plus the warm-up's), with the bytes BareKplLoop and
-    the Spark side both generate; the partition key is the id."""
-    counts: dict[int, int] = {}
-    bad = 0
-    for r in read_stream(b.client(), stream):
-        i = int(r.partition_key)
-        if r.data != f"{i:020d}".encode() + b"x" * (payload - 20):
-            bad += 1
-        counts[i] = counts.get(i, 0) + 1
-    missing = sum(1 for i in range(rows) if counts.get(i, 0) < reps)
-    warm_missing = sum(1 for i in range(WARM_START, WARM_START + warm_rows) if i not in counts)
-    dups = sum(c - reps for i, c in counts.items() if i < WARM_START and c > reps)
-    out = {"records": sum(counts.values()), "missing": missing + warm_missing, "duplicates": dups, "bad_bytes": bad}
-    say(f"  {stream}: {out}")
-    return out
 
 
 def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
@@ -624,7 +602,7 @@ def main() -> int:
         if "throughput" in PARTS:
             throughput(result)
         if "tuning" in PARTS:
-            tuning.tuning(result, spark_side, REPS, verify, WARM_START)
+            tuning.tuning(result, spark_side, REPS)
         if "backpressure" in PARTS:
             backpressure(result)
         if "scale" in PARTS:

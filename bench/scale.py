@@ -40,6 +40,7 @@ import time
 from typing import Any
 
 import backends
+from common import say, verify
 from spark_kinesis_testkit import procs
 from spark_kinesis_testkit.emulator import loopback_writer_options
 from spark_kinesis_testkit.faults import FaultFront
@@ -66,10 +67,6 @@ def queue_limit(size: int, shards: int) -> int:
 
 
 KEY_BYTES = 7  # partition keys are ids below 10^7: what the front counts besides the data
-
-
-def say(msg: str) -> None:
-    print(f"bench: {msg}", flush=True)
 
 
 def rows_for(size: int) -> int:
@@ -161,24 +158,6 @@ class FrontSampler:
         return (at(self.cpu, tb) - at(self.cpu, ta) - noop_s_per_row * records) / records * 1e6
 
 
-def check_ids(b: backends.Backend, stream: str, rows: int, payload: int, keyed: bool) -> dict[str, int]:
-    """Every id once, with its bytes (and, keyed, its id as the key)."""
-    from spark_kinesis_testkit.emulator import read_stream
-
-    seen: dict[int, int] = {}
-    bad = 0
-    for r in read_stream(b.client(), stream):
-        i = int(r.data[:20])
-        if r.data != f"{i:020d}".encode() + b"x" * (payload - 20) or (keyed and r.partition_key != str(i)):
-            bad += 1
-        seen[i] = seen.get(i, 0) + 1
-    return {
-        "missing": sum(1 for i in range(rows) if i not in seen),
-        "duplicates": sum(c - 1 for c in seen.values() if c > 1),
-        "bad": bad,
-    }
-
-
 def net_cpu(r: dict[str, Any], noop: dict[str, Any]) -> float:
     """CPU-s per million records: executor JVMs + daemons, minus the noop run's executor JVMs."""
     cpu = (
@@ -268,11 +247,11 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
                         per_trigger=e,
                     )
                     r.update(executors=e, shards=shards, rep=rep, cpu_s_per_m_net=net_cpu(r, noops[e]))
-                    r["verify"] = check_ids(b, stream, FREE_ROWS, 100, keyed=variant == "writer")
+                    r["verify"] = verify(b, stream, FREE_ROWS, 1, 0, 100, keyed=variant == "writer")
                     b.delete_stream(stream)
                     say(
                         f"  free {variant:12s} e={e} shards={shards:3d}: {r['records_per_s']:>8,.0f} rec/s "
-                        f"cpu/M net={r['cpu_s_per_m_net']:5.1f} verify={r['verify']}"
+                        f"cpu/M net={r['cpu_s_per_m_net']:5.1f}"
                     )
                     free.append(r)
         finally:
@@ -327,13 +306,13 @@ def one_run(
         cpu_s_per_m_net=net_cpu(r, noop),
         cpu_s_per_m_steady=fs.steady_cpu_per_m(r["rows"], noop["cpu_s"]["executor_jvm"] / noop["rows"]),
         noop_cpu_s=noop["cpu_s"],
-        verify=check_ids(up, stream, r["rows"], size, keyed=True),
+        verify=verify(up, stream, r["rows"], 1, 0, size),
     )
     up.delete_stream(stream)
     say(
         f"  e={e} {size:6d} B shards={shards:3d}: link {r['link_use'] or 0:6.1%} "
         f"CPU-s/M net {r['cpu_s_per_m_net']:7.1f}, steady {r['cpu_s_per_m_steady'] or 0:7.1f}  "
-        f"{r['records_per_s']:>8,.0f} rec/s throttled={fs.throttled:,} failed={r['failed']} verify={r['verify']}"
+        f"{r['records_per_s']:>8,.0f} rec/s throttled={fs.throttled:,} failed={r['failed']}"
     )
     return r
 

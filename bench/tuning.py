@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 import backends
 import scale
+from common import WARM_START, say, verify
 from spark_kinesis_testkit import procs
 from spark_kinesis_testkit.emulator import loopback_writer_options
 from spark_kinesis_testkit.faults import FaultFront
@@ -67,10 +68,6 @@ LIMITED_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def say(msg: str) -> None:
-    print(f"bench: {msg}", flush=True)
-
-
 def rotate(xs: list[str], k: int) -> list[str]:
     k %= len(xs)
     return xs[k:] + xs[:k]
@@ -100,10 +97,7 @@ def net_cpu_per_m(r: dict[str, Any], noop: dict[str, Any]) -> float:
     return (r["cpu_s"]["jvm"] + daemon - noop["cpu_s"]["jvm"] * r["rows"] / noop["rows"]) / r["rows"] * 1e6
 
 
-def tuning(
-    result: dict[str, Any], spark_side: Callable[..., Any], reps: int, verify: Callable[..., Any], warm_start: int
-) -> None:
-    """``verify`` and ``warm_start``: bench/run.py's read-back check and the first id of warm-up inputs."""
+def tuning(result: dict[str, Any], spark_side: Callable[..., Any], reps: int) -> None:
     say(f"tuning: {len(VARIANTS)} variants x {reps} repetitions, 100 B x {ROWS:,}, {SHARDS} shards, unthrottled")
     runs: list[dict[str, Any]] = []
     limited: list[dict[str, Any]] = []
@@ -111,7 +105,7 @@ def tuning(
     with tempfile.TemporaryDirectory(prefix="bench-tuning-") as tmp, spark_side() as side:
         with backends.Kinesalite() as b:
             side.call(cmd="input", name="tune", start=0, rows=ROWS, files=8)
-            side.call(cmd="input", name="tune-warm", start=warm_start, rows=ROWS // 10, files=2)
+            side.call(cmd="input", name="tune-warm", start=WARM_START, rows=ROWS // 10, files=2)
             base = {**b.endpoint_options(), **WRITER}
             options: dict[str, tuple[str, dict[str, Any]]] = {}
             for i, (name, kpl) in enumerate(VARIANTS.items()):
@@ -139,7 +133,7 @@ def tuning(
                     runs.append(r)
             for name, (stream, _) in options.items():
                 checks[name] = verify(b, stream, ROWS, reps, ROWS // 10, 100)
-        limited = behind_quotas(side, reps, checks, verify, warm_start)
+        limited = behind_quotas(side, reps, checks)
     result["tuning"] = {"runs": runs, "limited_runs": limited, "verify": checks, "variants": list(VARIANTS)}
 
 
@@ -156,9 +150,7 @@ def run_cmd(variant: tuple[str, dict[str, Any]], inp: str, payload: int, backend
     )
 
 
-def behind_quotas(
-    side: Any, reps: int, checks: dict[str, Any], verify: Callable[..., Any], warm_start: int
-) -> list[dict[str, Any]]:
+def behind_quotas(side: Any, reps: int, checks: dict[str, Any]) -> list[dict[str, Any]]:
     link = LIMITED_SHARDS * 1024 * 1024
     say(
         f"tuning behind shard quotas: {LIMITED_SHARDS} shards x (1 MiB/s, 1,000 records/s), "
@@ -168,7 +160,7 @@ def behind_quotas(
     with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
         base = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
         side.call(cmd="input", name="tune-lim", start=0, rows=ROWS_LIMITED, files=2)
-        side.call(cmd="input", name="tune-lim-warm", start=warm_start, rows=ROWS_LIMITED // 10, files=2)
+        side.call(cmd="input", name="tune-lim-warm", start=WARM_START, rows=ROWS_LIMITED // 10, files=2)
         options: dict[str, tuple[str, dict[str, Any]]] = {}
         for i, (name, kpl) in enumerate(LIMITED_VARIANTS.items()):
             stream = f"tune-lim-{i}"

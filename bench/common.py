@@ -1,0 +1,35 @@
+"""What every part of make bench shares: its log line, the warm-up ids, and the record-by-record read-back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import backends
+from spark_kinesis_testkit.emulator import read_stream
+
+WARM_START = 10**12  # warm-up ids never collide with measured ones
+
+
+def say(msg: str) -> None:
+    print(f"bench: {msg}", flush=True)
+
+
+def verify(
+    b: backends.Backend, stream: str, rows: int, reps: int, warm_rows: int, payload: int, keyed: bool = True
+) -> dict[str, Any]:
+    """Every measured id (0..rows-1) came back ``reps`` times, and each warm-up id (from WARM_START) at least once,
+    with the bytes BareKplLoop and the Spark side both generate (the id, zero-padded, then 'x's); ``keyed``: the
+    partition key is the id (``partitioner="fixed"`` sets its own)."""
+    counts: dict[int, int] = {}
+    bad = 0
+    for r in read_stream(b.client(), stream):
+        i = int(r.data[:20])
+        if r.data != f"{i:020d}".encode() + b"x" * (payload - 20) or (keyed and r.partition_key != str(i)):
+            bad += 1
+        counts[i] = counts.get(i, 0) + 1
+    missing = sum(1 for i in range(rows) if counts.get(i, 0) < reps)
+    warm_missing = sum(1 for i in range(WARM_START, WARM_START + warm_rows) if i not in counts)
+    dups = sum(c - reps for i, c in counts.items() if i < WARM_START and c > reps)
+    out = {"records": sum(counts.values()), "missing": missing + warm_missing, "duplicates": dups, "bad_bytes": bad}
+    say(f"  {stream}: {out}")
+    return out
