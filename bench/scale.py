@@ -230,8 +230,8 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
             }
             # The cost curve without quotas (nothing throttled, nothing retried): one executor, 4 to 256 shards,
             # the id as key against partitioner="fixed"; and two executors against one at FREE_SHARDS.
-            plan = [(1, v, n) for n in SHARD_COUNTS for v in ("writer", "writer_fixed")]
-            plan += [(2, "writer", FREE_SHARDS)]
+            plan = [(EXECUTORS[0], v, n) for n in SHARD_COUNTS for v in ("writer", "writer_fixed")]
+            plan += [(e, "writer", FREE_SHARDS) for e in EXECUTORS[1:]]  # BENCH_SCALE_EXECUTORS=1: none
             for rep in range(2):
                 for e, variant, shards in plan if rep == 0 else plan[::-1]:
                     stream = f"free-{variant}-{shards}-e{e}-r{rep}"
