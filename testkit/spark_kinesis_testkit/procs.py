@@ -20,6 +20,7 @@ class Proc:
     ppid: int
     comm: str
     cpu_s: float  # user + sys of the process and of its reaped children
+    start_s: float = 0.0  # when it started, in seconds since boot
 
 
 def read(pid: int) -> Proc | None:
@@ -32,7 +33,7 @@ def read(pid: int) -> Proc | None:
     f = raw[raw.rindex(")") + 2 :].split()
     ppid = int(f[1])
     utime, stime, cutime, cstime = (int(x) for x in f[11:15])
-    return Proc(pid, ppid, comm, (utime + stime + cutime + cstime) / _TICK)
+    return Proc(pid, ppid, comm, (utime + stime + cutime + cstime) / _TICK, int(f[19]) / _TICK)
 
 
 def tree(root: int) -> dict[int, Proc]:
@@ -61,7 +62,6 @@ def _cmdline(pid: int) -> str:
 def secrets_on_command_lines(secrets: dict[str, str]) -> tuple[int, int, list[str]]:
     """Every readable process's /proc/<pid>/cmdline: how many were read, how many are KPL daemons, and the names of
     the ``secrets`` found in any of them, in clear or hex (the KPL hex-encodes its daemon's arguments)."""
-    forms = {n: (v.encode(), v.encode().hex().encode(), v.encode().hex().upper().encode()) for n, v in secrets.items()}
     seen, daemons = 0, 0
     leaks: set[str] = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -71,8 +71,18 @@ def secrets_on_command_lines(secrets: dict[str, str]) -> tuple[int, int, list[st
             continue
         seen += 1
         daemons += b"kinesis_producer" in line
-        leaks.update(n for n, fs in forms.items() if any(f in line for f in fs))
+        leaks.update(secrets_in(line, secrets))
     return seen, daemons, sorted(leaks)
+
+
+def secrets_in(cmdline: bytes, secrets: dict[str, str]) -> list[str]:
+    """The names of the ``secrets`` found in a raw command line, in clear or hex (the KPL hex-encodes its daemon's
+    arguments)."""
+    return [
+        n
+        for n, v in secrets.items()
+        if any(f in cmdline for f in (v.encode(), v.encode().hex().encode(), v.encode().hex().upper().encode()))
+    ]
 
 
 def find(root: int, needle: str) -> list[int]:
@@ -128,16 +138,6 @@ def kpl_daemons(root: int) -> list[int]:
     return [p.pid for p in tree(root).values() if p.comm.startswith(KPL_COMM)]
 
 
-def _age_s(pid: int) -> float:
-    """Seconds since ``pid`` started (0 if it is gone)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-    except OSError:
-        return 0.0
-    return uptime - int(raw[raw.rindex(")") + 2 :].split()[19]) / _TICK
-
-
 class DaemonWatch:
     """Reads the command line of every KPL daemon started under ``root`` (its child or grandchild: a local-mode JVM's
     daemons), as soon as it appears: a daemon the KPL restarts in place may live only until its producer is closed.
@@ -165,6 +165,10 @@ class DaemonWatch:
 
     def _run(self) -> None:
         while not self._stop.wait(self.period_s):
+            try:
+                uptime = float(Path("/proc/uptime").read_text().split()[0])
+            except OSError:
+                continue
             for d in os.listdir("/proc"):
                 if not d.isdigit() or int(d) in self._settled:
                     continue
@@ -174,7 +178,7 @@ class DaemonWatch:
                     continue
                 if not p.comm.startswith(KPL_COMM):
                     # A JVM's child carries the forking thread's name until it execs: only an old one is settled.
-                    if _age_s(pid) > 1.0:
+                    if uptime - p.start_s > 1.0:
                         self._settled.add(pid)
                     continue
                 parent = read(p.ppid)

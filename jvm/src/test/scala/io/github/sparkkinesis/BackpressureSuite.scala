@@ -168,6 +168,7 @@ class BackpressureSuite extends AnyFunSuite {
     producer.succeed(1)
     writer.close(null)
   }
+
   test("a blocked writer resumes once 1/32 of the bound is free (at least one record or byte)") {
     assert(QueueLimiter.resumeAt(1) == 0 && QueueLimiter.resumeAt(31) == 30 && QueueLimiter.resumeAt(64) == 62)
     assert(QueueLimiter.resumeAt(10000) == 9688 && QueueLimiter.resumeAt(64L * 1024 * 1024) == 62L * 1024 * 1024)
