@@ -15,8 +15,8 @@ val projectVersion = {
   val v = "__version__ = \"([^\"]+)\"".r.findFirstMatchIn(src).map(_.group(1)).getOrElse(sys.error("no __version__"))
   v.replaceAll("\\.dev\\d*$", "-SNAPSHOT")
 }
-val kplVersion = "1.0.7"
-val gsrVersion = "1.1.24" // the version KPL 1.0.7 declares
+val kplVersion = "1.1.1"
+val gsrVersion = "1.1.24" // the version KPL 1.1.1 declares
 
 val lines = SparkLines.all // project/SparkLines.scala
 
@@ -51,6 +51,9 @@ val kplExclusions = Seq(
 // What the bundle is made of, kept out of Compile so the published POM names no dependency (all of it is inside).
 val Bundled = config("bundled").hide
 
+// Jars of that tree left out: Spark provides logging; annotation-only jars are dead weight at run time.
+val notBundled = Seq("slf4j-", "log4j-", "checker-qual", "error_prone_annotations", "j2objc-annotations", "jsr305")
+
 /** Notices and licences of the bundled jars: each distinct text once, the project's own first. */
 val distinctTexts = CustomMergeStrategy("distinct-texts") { deps =>
   val ordered = deps.sortBy { case _: AssemblyProject => 0; case _ => 1 }
@@ -80,12 +83,29 @@ lazy val kpl = (project in file("jvm/kpl"))
         val out = (Compile / resourceManaged).value / path; IO.copyFile(src, out); out
       }
     },
+    // What the bundle carries, from the resolved dependencies (docs/bundle.md is a copy, checked by a test).
+    Compile / resourceGenerators += Def.task {
+      val modules = update.value
+        .configuration(Bundled)
+        .toSeq
+        .flatMap(_.modules)
+        .filterNot(_.evicted)
+        .filter(_.artifacts.exists { case (_, f) => !notBundled.exists(f.getName.startsWith) })
+        .map(m => (m.module.organization, m.module.name, m.module.revision))
+        .distinct
+        .sorted
+      val out = (Compile / resourceManaged).value / "META-INF" / "spark-kinesis" / "BUNDLED.md"
+      IO.write(
+        out,
+        s"| group | artifact | version |\n|---|---|---|\n" +
+          modules.map { case (g, a, v) => s"| $g | $a | $v |" }.mkString("", "\n", "\n")
+      )
+      Seq(out)
+    },
     assembly / fullClasspath := {
       val bundled = Classpaths.managedJars(Bundled, classpathTypes.value, update.value)
-      // Spark provides logging; annotation-only jars are dead weight at run time.
-      val unwanted = Seq("slf4j-", "log4j-", "checker-qual", "error_prone_annotations", "j2objc-annotations", "jsr305")
       Attributed.blankSeq((Compile / products).value) ++ bundled
-        .filterNot(f => unwanted.exists(f.data.getName.startsWith))
+        .filterNot(f => notBundled.exists(f.data.getName.startsWith))
     },
     assembly / assemblyJarName := s"${name.value}-${version.value}.jar",
     assembly / assemblyOption ~= (_.withIncludeScala(false)),
@@ -195,9 +215,10 @@ lazy val root = (project in file("."))
       val copied = jars.map { j =>
         val out = dir / j.getName; IO.copyFile(j, out); out
       }
-      // Beside the jars in the wheel: every notice the bundle carries (its META-INF/NOTICE).
+      // Beside the jars in the wheel: every notice the bundle carries (its META-INF/NOTICE), and what it carries.
       sbt.io.Using.jarFile(verify = false)(jars.head) { jar =>
         IO.transfer(jar.getInputStream(jar.getEntry("META-INF/NOTICE")), dir / "NOTICE")
+        IO.transfer(jar.getInputStream(jar.getEntry("META-INF/spark-kinesis/BUNDLED.md")), dir / "BUNDLED.md")
       }
       copied
     }

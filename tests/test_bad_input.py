@@ -86,7 +86,7 @@ CASES = [
         "partitioner-unknown",
         "python",
         ValueError,
-        "partitioner must be 'random' or 'fixed'",
+        "partitioner must be 'random', 'fixed' or 'none'",
         kwargs={"partitioner": "hash"},
     ),
     c("kpl-not-dict", "python", TypeError, "kpl must be a dict", kwargs={"kpl": "RecordTtl=100"}),

@@ -182,6 +182,12 @@ def test_wheel_carries_one_bundle_and_a_jar_per_line(wheel: Path) -> None:
         notice = whl.read("spark_kinesis/jars/NOTICE").decode()
         # Ours first, then the bundled jars' own notices (Jackson's and the AWS SDK's among them).
         assert notice.startswith("spark-kinesis\n") and "Jackson" in notice and "AWS SDK for Java" in notice
+        # What the bundle carries, as the build resolved it; docs/bundle.md shows the same table.
+        bundled = whl.read("spark_kinesis/jars/BUNDLED.md").decode()
+        assert "| software.amazon.kinesis | amazon-kinesis-producer |" in bundled, bundled
+        assert bundled in (ROOT / "docs" / "bundle.md").read_text(), (
+            "docs/bundle.md differs from what the build bundles: copy python/spark_kinesis/jars/BUNDLED.md into it"
+        )
         for jar in jars:
             with zipfile.ZipFile(whl.open(f"spark_kinesis/jars/{jar}")) as j:
                 assert {"META-INF/LICENSE", "META-INF/NOTICE"} <= set(j.namelist()), jar
@@ -202,6 +208,6 @@ def test_wheel_ships_only_the_library(wheel: Path) -> None:
     assert {f"spark_kinesis/{m}.py" for m in ("__init__", "_jar", "_version", "writer")} <= set(library)
     harness = [n for n in names if re.search(r"testing|faults|testkit", n)]
     assert harness == [], f"test harness in the wheel: {harness}"
-    data = re.compile(r"spark_kinesis/(py\.typed|jars/[^/]+\.jar|jars/NOTICE)")
+    data = re.compile(r"spark_kinesis/(py\.typed|jars/[^/]+\.jar|jars/NOTICE|jars/BUNDLED\.md)")
     other = [n for n in names if not n.endswith(".py") and not data.fullmatch(n)]
     assert other == [], other

@@ -29,7 +29,7 @@ def test_unknown_kwarg_lists_valid_ones():
         ({"queue_limit": True}, TypeError, r"queue_limit must be int, got bool"),
         ({"queue_limit": 0}, ValueError, r"queue_limit must be an int >= 1"),
         ({"fail_on_error": "false"}, TypeError, r"fail_on_error must be bool"),
-        ({"partitioner": "hash"}, ValueError, r"partitioner must be 'random' or 'fixed'"),
+        ({"partitioner": "hash"}, ValueError, r"partitioner must be 'random', 'fixed' or 'none'"),
         ({"flush_timeout_ms": -1}, ValueError, r"flush_timeout_ms must be a positive int"),
         ({"stream_name": " "}, ValueError, r"stream_name must be a non-empty string"),
         ({"kpl": {"RecordTtl": 1.5}}, TypeError, r"kpl\['RecordTtl'\] must be str, int or bool"),
@@ -158,3 +158,15 @@ def test_every_option_is_documented(spark):
             problems.append(f"`{name}` row says {row[2].strip()!r}, {row[3].strip()!r}: want {typ.__name__}, {default}")
     problems += [n for n in spark._jvm.io.github.sparkkinesis.Probes.kplSettingNames() if n not in doc]
     assert problems == [], f"docs/configuration.md: {problems}"
+
+
+def test_tooling_writer_options_address_loopback_only() -> None:
+    """What tests, demo and benchmarks give the writer: every endpoint the KPL may use (Kinesis, and CloudWatch for its
+    Java side's client) on loopback, and no CloudWatch upload."""
+    from spark_kinesis_testkit.emulator import loopback_writer_options
+
+    for endpoint in ("https://127.0.0.1:4567", "127.0.0.1:4567"):
+        opts = loopback_writer_options(endpoint)
+        kpl = opts["kpl"]
+        assert opts["endpoint"] == endpoint and kpl["MetricsLevel"] == "none"
+        assert (kpl["CloudwatchEndpoint"], kpl["CloudwatchPort"]) == ("127.0.0.1", 4567)

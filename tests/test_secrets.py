@@ -72,7 +72,7 @@ def test_no_secret_in_any_output(kinesis, stream, tmp_path, entry):
     # The credential errors of the first task name their source (redacted) and the fix.
     assert "No AWS credentials for the KPL from AssumeRole(roleArn=arn:aws:iam::1:role/w" in out
     assert "No AWS credentials for the KPL from Profile(no-such-profile)" in out
-    # No canary on any process's command line (the KPL daemon's -k and -w carry a placeholder), in clear or hex.
+    # No canary on any process's command line (the KPL daemon's carries only its configuration), in clear or hex.
     scans = [line.split() for line in proc.stdout.splitlines() if line.startswith("CMDLINES ")]
     assert scans and int(scans[0][1]) >= 1, "no KPL daemon was running when the command lines were read"
     assert scans[0][2] == "-", f"secrets on a command line: {scans[0][2]}"

@@ -33,7 +33,9 @@ _OPTIONS: dict[str, _Option] = {
         int, ("an int >= 1 (payload bytes outstanding in the KPL per executor)", lambda v: v >= 1), 67108864
     ),
     "fail_on_error": _Option(bool, None, True),
-    "partitioner": _Option(str, ("'random' or 'fixed'", lambda v: v.lower() in ("random", "fixed"))),
+    "partitioner": _Option(
+        str, ("'random', 'fixed' or 'none'", lambda v: v.lower() in ("random", "fixed", "none"))
+    ),
     "flush_timeout_ms": _Option(int, _POSITIVE, 300000),
     "producer_idle_timeout_ms": _Option(int, _POSITIVE, 60000),
     "aws_access_key_id": _Option(str, secret=True),
@@ -80,7 +82,8 @@ class KinesisWriter:
     - ``max_outstanding_bytes`` (int, default 67108864): payload bytes outstanding per executor JVM.
     - ``fail_on_error`` (bool, default True): a record the KPL gives up on fails the task.
     - ``partitioner`` (str): ``'random'`` or ``'fixed'`` (one key per Spark partition) when rows have
-      no ``partitionKey`` column.
+      no ``partitionKey`` column; ``'none'`` for streams whose RecordDistributionStrategy is AUTO: no
+      key, or a null one, is needed.
     - ``flush_timeout_ms`` (int, default 300000): how long a task waits for its records at the end.
     - ``producer_idle_timeout_ms`` (int, default 60000): an unused KPL daemon is stopped after this.
     - ``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token`` (str): static credentials;

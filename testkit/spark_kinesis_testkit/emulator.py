@@ -14,6 +14,7 @@ a default region at start-up, even though the region is configured.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import shutil
 import socket
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ __all__ = [
     "UserRecord",
     "find_kinesis_mock",
     "free_port",
+    "hash_key",
     "loopback_session_builder",
     "producer_snapshot",
     "read_stream",
@@ -212,13 +215,23 @@ def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None
 def loopback_writer_options(endpoint: str, **kpl: Any) -> dict[str, Any]:
     """``KinesisWriter`` keyword arguments for a local Kinesis at ``endpoint`` (emulator, fault front,
     benchmark backend): region, the fake static keys, no CloudWatch upload, no certificate check
-    (every local cert is self-signed); ``kpl`` entries override or extend the KPL settings."""
+    (every local cert is self-signed); ``kpl`` entries override or extend the KPL settings.
+
+    CloudWatch points at the same loopback address: the daemon uploads nothing at ``MetricsLevel=none``, but the
+    KPL's Java side (1.0.8+) builds a CloudWatch client of its own, which must never reach the region's endpoint."""
+    where = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
     return {
         "endpoint": endpoint,
         "region": REGION,
         "aws_access_key_id": FAKE_ACCESS_KEY_ID,
         "aws_secret_access_key": FAKE_SECRET_ACCESS_KEY,
-        "kpl": {"VerifyCertificate": False, "MetricsLevel": "none", **kpl},
+        "kpl": {
+            "VerifyCertificate": False,
+            "MetricsLevel": "none",
+            "CloudwatchEndpoint": where.hostname,
+            "CloudwatchPort": where.port or 443,
+            **kpl,
+        },
     }
 
 
@@ -321,19 +334,33 @@ def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Ite
         it = resp.get("NextShardIterator")
 
 
-def read_stream(client: Any, stream: str, idle_polls: int = 2) -> list[UserRecord]:
-    """Read every record of every shard from TRIM_HORIZON and deaggregate with ``aws-kinesis-agg``."""
+def read_stream(client: Any, stream: str, idle_polls: int = 2, shard_aware: bool = False) -> list[UserRecord]:
+    """Read every record of every shard from TRIM_HORIZON and deaggregate with ``aws-kinesis-agg``.
+
+    ``shard_aware``: keep only the user records of an aggregate whose hash key (explicit, else the MD5 of the
+    partition key) lies in the range of the shard it was read from, as the KCL's deaggregation does; it drops the
+    others silently, and so, here, does this reader."""
     from aws_kinesis_agg.deaggregator import iter_deaggregate_records
 
     out: list[UserRecord] = []
     shards = client.list_shards(StreamName=stream)["Shards"]
     for shard in shards:
         sid = shard["ShardId"]
+        first, last = (int(shard["HashKeyRange"][k]) for k in ("StartingHashKey", "EndingHashKey"))
         raw = list(_iter_shard(client, stream, sid, idle_polls))
         for r in iter_deaggregate_records(raw, data_format="Boto3"):
             k = r["kinesis"]
             agg = bool(k.get("aggregated"))
+            if agg and shard_aware and not first <= hash_key(k["partitionKey"], k.get("explicitHashKey")) <= last:
+                continue
             # aws-kinesis-agg re-encodes sub-record data as base64; pass-through records stay raw.
             data = base64.b64decode(k["data"]) if agg else k["data"]
             out.append(UserRecord(k["partitionKey"], bytes(data), sid, k.get("explicitHashKey"), agg))
     return out
+
+
+def hash_key(partition_key: str, explicit_hash_key: str | None = None) -> int:
+    """Where Kinesis places a record: its explicit hash key, else the MD5 of its partition key, as a 128-bit int."""
+    if explicit_hash_key is not None:
+        return int(explicit_hash_key)
+    return int.from_bytes(hashlib.md5(partition_key.encode("utf-8")).digest(), "big")

@@ -10,6 +10,13 @@ request unchanged to the emulator's plain-HTTP port, and returns its answer, unl
   of ``PutRecords`` records get a per-record ``InternalFailure``.
 * ``add_latency`` - a delay before each request is handled.
 * ``outage`` - the port refuses connections, or accepts them and resets them without an answer.
+* ``set_distribution_strategy`` - a stream's ``RecordDistributionStrategy`` (Kinesis, September 2026), which
+  neither emulator knows: ``DescribeStreamSummary`` answers report it (``USER_PARTITION_KEY`` unless set; the
+  ``UpdateStreamRecordDistributionStrategy`` call sets it too), and on an ``AUTO`` stream each written record is
+  placed at random, whatever its keys, as Kinesis does. Aggregated records written to an ``AUTO`` stream are
+  counted (``stats()["aggregated_on_auto"]``): Kinesis takes them, but a KCL consumer keeps only the user records
+  whose hash key lies in the shard's range.
+* ``deny`` - answer an operation with ``AccessDeniedException`` (a role without that permission).
 
 The aiohttp server and client run on an event loop in a daemon thread; the switches may be called
 from any thread while traffic flows. All mutable state lives on the loop: each switch runs there
@@ -24,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import json
 import os
 import random
@@ -42,6 +48,8 @@ from typing import Any, TypeVar
 import trustme
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
+from .emulator import hash_key
+
 __all__ = ["FaultFront"]
 
 T = TypeVar("T")
@@ -58,6 +66,8 @@ _HOP_BY_HOP = frozenset(
     ).split()
 )
 _ACCOUNT = "000000000000"  # kinesis-mock's account id
+_AGGREGATED_MAGIC = b"\xf3\x89\x9a\xc2"  # the KPL aggregation format's first bytes
+_STRATEGIES = ("USER_PARTITION_KEY", "AUTO")
 
 
 @dataclass
@@ -106,15 +116,16 @@ def _passed_back(header: str) -> bool:
     return h == "content-type" or h.startswith("x-amz")  # x-amzn-RequestId, x-amz-id-2
 
 
-def _hash_key(record: dict[str, Any]) -> int:
-    ehk = record.get("ExplicitHashKey")
-    if ehk is not None:
-        return int(ehk)
-    return int.from_bytes(hashlib.md5(record["PartitionKey"].encode("utf-8")).digest(), "big")
-
-
 def _record_bytes(record: dict[str, Any]) -> int:
     return len(base64.b64decode(record.get("Data", ""))) + len(record["PartitionKey"].encode("utf-8"))
+
+
+def _json(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def _stream_name(body: dict[str, Any]) -> str:
@@ -151,6 +162,8 @@ class FaultFront:
         self._fail_mode = "http500"
         self._latency_s = 0.0
         self._signers: dict[str, int] = {}  # access key id of each signed request -> requests
+        self._strategies: dict[str, str] = {}  # stream -> RecordDistributionStrategy (USER_PARTITION_KEY if absent)
+        self._denied: set[str] = set()  # operations answered with AccessDeniedException
         self._outage_mode: str | None = None
         self._outage_timer: asyncio.TimerHandle | None = None
         self._outage_end: asyncio.Task[None] | None = None  # keeps the timer's task referenced
@@ -165,6 +178,8 @@ class FaultFront:
                 "http500",
                 "reset_connections",
                 "refused_periods",
+                "aggregated_on_auto",  # aggregated records written to an AUTO stream
+                "placed_on_auto",  # records an AUTO stream placed itself
             ),
             0,
         )
@@ -280,6 +295,24 @@ class FaultFront:
         """End the current outage now (no-op without one); when this returns, the port listens again."""
         self._run(self._end_outage())
 
+    def set_distribution_strategy(self, stream: str, strategy: str) -> None:
+        """Make ``stream`` report ``strategy`` (``"AUTO"`` or ``"USER_PARTITION_KEY"``) from now on."""
+        if strategy not in _STRATEGIES:
+            raise ValueError(f"bad strategy {strategy!r}: one of {_STRATEGIES}")
+
+        def apply() -> None:
+            self._strategies[stream] = strategy
+
+        self._call(apply)
+
+    def deny(self, *operations: str) -> None:
+        """Answer these operations (e.g. ``"DescribeStreamSummary"``) with AccessDeniedException; none: allow all."""
+
+        def apply() -> None:
+            self._denied = set(operations)
+
+        self._call(apply)
+
     def signers(self) -> dict[str, int]:
         """Requests per access key id that signed them (SigV4 ``Credential=<key id>/...``): what Kinesis sees."""
         return self._call(lambda: dict(self._signers))
@@ -367,15 +400,60 @@ class FaultFront:
             await asyncio.sleep(self._latency_s)
         target = request.headers.get("X-Amz-Target", "")
         op = target[len(_TARGET_PREFIX) :] if target.startswith(_TARGET_PREFIX) else ""
+        if op in self._denied:
+            return _error(400, "AccessDeniedException", f"not authorized to perform: kinesis:{op}")
+        if op == "DescribeStreamSummary":
+            return await self._describe_stream_summary(request, body)
+        if op == "UpdateStreamRecordDistributionStrategy":
+            return self._update_strategy(body)
         if op in ("PutRecords", "PutRecord") and self._fail_fraction:
             if (self._fail_mode == "http500" or op == "PutRecord") and self._rng.random() < self._fail_fraction:
                 self._stats["http500"] += 1
                 return _error(500, "InternalFailure", "injected")
+        auto = "AUTO" in self._strategies.values()  # parse write bodies only then: the benchmarks' front is busy
+        if auto and op in ("PutRecords", "PutRecord") and self._strategies.get(_stream_name(_json(body))) == "AUTO":
+            body = self._place_on_auto(op, body)
         if op == "PutRecords" and (self._limits or (self._fail_mode == "partial" and self._fail_fraction)):
             return await self._put_records(request, body)
         if op == "PutRecord" and self._limits:
             return await self._put_record(request, body)
         return await self._forward(request, body)
+
+    async def _describe_stream_summary(self, request: web.Request, body: bytes) -> web.Response:
+        """The emulator's answer, with the stream's RecordDistributionStrategy (which it does not know)."""
+        try:
+            status, data, headers = await self._upstream(request, body)
+        except (ClientError, asyncio.TimeoutError) as e:
+            return _error(500, "InternalFailure", f"fault front: upstream failed: {e!r}")
+        self._stats["forwarded"] += 1
+        if status == 200:
+            answer = json.loads(data)
+            summary = answer["StreamDescriptionSummary"]
+            summary["RecordDistributionStrategy"] = self._strategies.get(summary["StreamName"], "USER_PARTITION_KEY")
+            data = json.dumps(answer).encode()
+        return web.Response(status=status, body=data, headers=headers)
+
+    def _update_strategy(self, raw: bytes) -> web.Response:
+        body = _json(raw)
+        strategy = body.get("RecordDistributionStrategy")
+        if strategy not in _STRATEGIES:
+            return _error(400, "ValidationException", f"RecordDistributionStrategy must be one of {_STRATEGIES}")
+        self._strategies[_stream_name(body)] = str(strategy)
+        return web.json_response({}, content_type=_JSON)
+
+    def _place_on_auto(self, op: str, raw: bytes) -> bytes:
+        """An AUTO stream places each record itself: a random hash key, whatever keys the record names."""
+        body = _json(raw)
+        records = body.get("Records", []) if op == "PutRecords" else [body]
+        for rec in records:
+            if base64.b64decode(rec.get("Data", ""))[:4] == _AGGREGATED_MAGIC:
+                self._stats["aggregated_on_auto"] += 1
+            rec["ExplicitHashKey"] = str(self._rng.getrandbits(128))
+            rec.setdefault("PartitionKey", "auto")  # optional on AUTO streams; the emulator needs one
+            if rec["PartitionKey"] is None:
+                rec["PartitionKey"] = "auto"
+            self._stats["placed_on_auto"] += 1
+        return json.dumps(body).encode()
 
     def _reset(self, request: web.Request) -> web.Response:
         """Abort the connection with a TCP RST and no answer."""
@@ -448,7 +526,7 @@ class FaultFront:
     def _admit(self, stream: str, shards: list[_Shard], record: dict[str, Any], now: float) -> str | None:
         """Take quota for one record; returns the throttled shard's id, or None if admitted."""
         assert self._limits is not None
-        hk = _hash_key(record)
+        hk = hash_key(record["PartitionKey"], record.get("ExplicitHashKey"))
         shard = next((s for s in shards if s.start <= hk <= s.end), None)
         if shard is None:
             return None  # let the emulator judge a hash key outside every shard

@@ -2,7 +2,6 @@ package io.github.sparkkinesis
 
 import java.net.URI
 import java.util.concurrent.{CountDownLatch, TimeUnit}
-import java.util.concurrent.atomic.AtomicInteger
 
 import software.amazon.awssdk.auth.credentials.{
   AwsBasicCredentials,
@@ -98,82 +97,51 @@ private[sparkkinesis] object Credentials {
   }
 }
 
-/** Keeps credentials off the KPL daemon's command line, where every local user can read them (/proc/<pid>/cmdline).
+/** Watches the KPL's first use of the credentials source and reports how it went.
   *
-  * The KPL's `Daemon` (1.0.x) resolves its provider twice to build each daemon's `-k` and `-w` arguments, hex-encoded
-  * in clear, before it starts the process, and again whenever `KinesisProducer` restarts a dead daemon in place; and,
-  * once connected, on a loop every `CredentialsRefreshDelay` (`Daemon.updateCredentials`): the Kinesis credentials,
-  * then the metrics ones (the same provider when no metrics provider is set), each sent as a `SetCredentials` message
-  * through the pipe that also carries records, in order. This provider answers the refresh loop with the real
-  * credentials and every other caller (the command line of the first daemon and of any restarted one) with a
-  * placeholder. A refresh call that starts after a successful real one means that one's message is queued for the
-  * daemon: [[awaitDelivered]] returns then, so a record put afterwards can only reach the daemon behind real
-  * credentials.
+  * The KPL (1.0.8+) starts its daemon with no credentials on the command line and sends the first ones over its pipe
+  * before any record (`Daemon.sendInitialCredentials`, on the thread that connects to the daemon). If the source throws
+  * there, that thread ends and records would wait in the pipe's queue until `flush_timeout_ms`: [[awaitFirst]] turns
+  * that into an error at the producer's start that names the source and the fix.
   */
-private[sparkkinesis] final class PipeOnlyCredentials(
-    real: AwsCredentialsProvider,
-    source: Credentials,
-    fromRefreshLoop: () => Boolean = () => PipeOnlyCredentials.calledByRefreshLoop
-) extends AwsCredentialsProvider {
-  private val refreshes = new AtomicInteger()
-  private val delivered = new CountDownLatch(1)
-  @volatile private var lastSucceeded = false
-  @volatile private var failure: Throwable = _
+private[sparkkinesis] final class ReportingCredentials(real: AwsCredentialsProvider, source: Credentials)
+    extends AwsCredentialsProvider {
+  private val first = new CountDownLatch(1)
+  @volatile private var firstFailure: Throwable = _
 
   override def resolveCredentials(): AwsCredentials =
-    if (!fromRefreshLoop()) PipeOnlyCredentials.Placeholder
-    else {
-      refreshes.incrementAndGet()
-      if (lastSucceeded) delivered.countDown()
-      try {
-        val c = real.resolveCredentials()
-        lastSucceeded = true
-        c
-      } catch {
-        case e: Throwable =>
-          if (delivered.getCount > 0) failure = e // later refresh failures are the KPL's to log and retry
-          lastSucceeded = false
-          throw e
-      }
+    try {
+      val c = real.resolveCredentials()
+      first.countDown()
+      c
+    } catch {
+      case e: Throwable =>
+        if (first.getCount > 0) {
+          firstFailure = e // later failures are the KPL's refresh loop's to log and retry
+          first.countDown()
+        }
+        throw e
     }
 
-  /** Blocks until the daemon has real credentials queued; fails with the source's error and fix if it cannot. */
-  def awaitDelivered(timeoutMs: Long): Unit = {
-    val deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
-    while (!delivered.await(PipeOnlyCredentials.PollMs, TimeUnit.MILLISECONDS)) {
-      val f = failure
-      if (f != null)
-        throw new KinesisWriteException(
-          s"No AWS credentials for the KPL from $source: ${PipeOnlyCredentials.describe(f)}. ${source.fix}",
-          f
-        )
-      if (System.nanoTime() > deadline)
-        throw new KinesisWriteException(
-          if (refreshes.get == 0)
-            s"The KPL daemon did not connect within $timeoutMs ms (see the KPL's log lines before this error)."
-          else s"No AWS credentials for the KPL from $source within $timeoutMs ms. ${source.fix}",
-          null
-        )
-    }
+  /** Blocks until the KPL has resolved the source once; fails with the source's error and fix if that failed. */
+  def awaitFirst(timeoutMs: Long): Unit = {
+    if (!first.await(timeoutMs, TimeUnit.MILLISECONDS))
+      throw new KinesisWriteException(
+        s"The KPL daemon did not connect within $timeoutMs ms (see the KPL's log lines before this error).",
+        null
+      )
+    val f = firstFailure
+    if (f != null)
+      throw new KinesisWriteException(
+        s"No AWS credentials for the KPL from $source: ${ReportingCredentials.describe(f)}. ${source.fix}",
+        f
+      )
   }
 
-  override def toString: String = s"PipeOnlyCredentials($source)"
+  override def toString: String = s"ReportingCredentials($source)"
 }
 
-private[sparkkinesis] object PipeOnlyCredentials {
-  private val PollMs = 20L
-
-  /** The KPL's credentials refresh loop: the only caller whose answer goes through the pipe, not a command line. */
-  private[sparkkinesis] val RefreshLoop =
-    (classOf[software.amazon.kinesis.producer.Daemon].getName, "updateCredentials")
-
-  /** True on the KPL's refresh loop (every 5 s by default, so walking the stack costs nothing that matters). */
-  def calledByRefreshLoop: Boolean =
-    Thread.currentThread.getStackTrace.exists(f => (f.getClassName, f.getMethodName) == RefreshLoop)
-
-  /** What the daemon's command line carries: no secret, and a key id that names why if it ever shows up. */
-  val Placeholder: AwsCredentials =
-    AwsBasicCredentials.create("SPARK-KINESIS-PLACEHOLDER", "credentials-arrive-over-the-pipe")
+private[sparkkinesis] object ReportingCredentials {
 
   /** The SDK's message, and its cause's when the message alone does not say what failed. */
   private def describe(e: Throwable): String = {

@@ -72,6 +72,13 @@ private[sparkkinesis] final class KinesisTaskWriter(
                 s"The KPL daemon is not running (${d.getMessage}); the task fails and its retry gets a fresh producer.",
                 d
               )
+            case i: IllegalArgumentException if record.partitionKey == null =>
+              throw new IllegalArgumentException(
+                s"Stream ${record.stream} takes no record without a partitionKey (the KPL reports its " +
+                  "RecordDistributionStrategy as USER_PARTITION_KEY): partitioner='none' is for AUTO streams. Give " +
+                  "every row a partitionKey, or use partitioner='random'.",
+                i
+              )
             case _ => throw e
           }
       }
@@ -267,8 +274,13 @@ private[sparkkinesis] object WriterState {
     t match {
       case e: UserRecordFailedException =>
         val attempts = Option(e.getResult).map(_.getAttempts.asScala.toSeq).getOrElse(Nil)
+        val hint =
+          if (!attempts.exists(_.getErrorCode == "InvalidPartitionKey")) ""
+          else
+            ". Only streams whose RecordDistributionStrategy is AUTO take records without a partitionKey " +
+              "(partitioner='none'): give every row a partitionKey, or use partitioner='random'"
         new KinesisWriteException(
-          s"Kinesis did not accept a record for $where after ${attempts.size} attempts: ${summarize(attempts)}",
+          s"Kinesis did not accept a record for $where after ${attempts.size} attempts: ${summarize(attempts)}$hint",
           e
         )
       case other =>

@@ -38,7 +38,20 @@ object KinesisWriter {
       options: KinesisWriterOptions,
       schema: StructType,
       accumulators: Option[WriterAccumulators]
-  ): Prepared = Prepared(options, RowConverter.forSchema(schema, options), accumulators)
+  ): Prepared = {
+    val forSchema = withExplicitHashKeys(options, schema)
+    Prepared(forSchema, RowConverter.forSchema(schema, forSchema), accumulators)
+  }
+
+  /** An `explicitHashKey` column places records by hash key, which only a stream whose RecordDistributionStrategy is
+    * USER_PARTITION_KEY does: the KPL is told so from the first record (unless the user set the strategy), because
+    * until it has asked the stream (`DescribeStreamSummary`) it sends records alone and without their hash keys.
+    */
+  private def withExplicitHashKeys(options: KinesisWriterOptions, schema: StructType): KinesisWriterOptions = {
+    val key = KplSettings.StrategyDefault
+    if (!schema.fieldNames.contains(RowConverter.ExplicitHashKey) || options.producer.kpl.contains(key)) options
+    else options.copy(producer = options.producer.copy(kpl = options.producer.kpl + (key -> "USER_PARTITION_KEY")))
+  }
 
   def create(options: Map[String, String], schema: StructType): KinesisForeachWriter = create(options.asJava, schema)
 }

@@ -27,7 +27,12 @@ private[sparkkinesis] object Partitioner {
 
   /** One key per Spark partition: records of a partition land on one shard, in order. */
   case object Fixed extends Partitioner("fixed")
-  val all: Seq[Partitioner] = Seq(Random, Fixed)
+
+  /** No key needed (streams with `RecordDistributionStrategy=AUTO`, where Kinesis places each record itself): a row
+    * without a `partitionKey` column, or with a null in it, goes without one.
+    */
+  case object NoKey extends Partitioner("none")
+  val all: Seq[Partitioner] = Seq(Random, Fixed, NoKey)
 }
 
 /** The KPL endpoint: always TLS, a bare host and a port. */
@@ -222,7 +227,7 @@ private[sparkkinesis] object KinesisWriterOptions {
         Partitioner.all
           .find(_.name.equalsIgnoreCase(v))
           .getOrElse(
-            throw Parse.bad(PartitionerKey, v, Partitioner.all.map(_.name).mkString(" or "))
+            throw Parse.bad(PartitionerKey, v, Partitioner.all.map(p => s"'${p.name}'").mkString(", "))
           )
       },
       flushTimeoutMs = positiveLong(FlushTimeoutMs, DefaultFlushTimeoutMs),

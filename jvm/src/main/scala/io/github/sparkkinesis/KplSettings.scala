@@ -13,6 +13,9 @@ private[sparkkinesis] object KplSettings {
 
   final case class Setting(name: String, kind: String, secret: Boolean, set: (Kpc, String) => Unit)
 
+  /** What the KPL (1.1) assumes of a stream's RecordDistributionStrategy until it has asked; UNSET: ask first. */
+  val StrategyDefault = "RecordDistributionStrategyDefault"
+
   private def long(name: String)(f: (Kpc, Long) => Any): Setting =
     Setting(name, "long", secret = false, (c, v) => f(c, Parse.long(s"kpl.$name", v)))
   private def int(name: String)(f: (Kpc, Int) => Any): Setting =
@@ -35,6 +38,7 @@ private[sparkkinesis] object KplSettings {
     long("ConnectTimeout")(_.setConnectTimeout(_)),
     long("CredentialsRefreshDelay")(_.setCredentialsRefreshDelay(_)),
     long("DaemonHealthCheckTimeoutMs")(_.setDaemonHealthCheckTimeoutMs(_)),
+    long("DescribeStreamSummaryIntervalMs")(_.setDescribeStreamSummaryIntervalMs(_)),
     bool("EnableCoreDumps")(_.setEnableCoreDumps(_)),
     bool("EnableDaemonHealthCheck")(_.setEnableDaemonHealthCheck(_)),
     bool("EnableOldestFutureTracker")(_.setEnableOldestFutureTracker(_)),
@@ -55,6 +59,11 @@ private[sparkkinesis] object KplSettings {
     long("ProxyPort")(_.setProxyPort(_)),
     str("ProxyUserName")(_.setProxyUserName(_)),
     long("RateLimit")(_.setRateLimit(_)),
+    str(StrategyDefault)((c, v) =>
+      c.setRecordDistributionStrategyDefault(
+        Parse.oneOf(s"kpl.$StrategyDefault", v, Seq("UNSET", "AUTO", "USER_PARTITION_KEY"))
+      )
+    ),
     long("RecordMaxBufferedTime")(_.setRecordMaxBufferedTime(_)),
     long("RecordTtl")(_.setRecordTtl(_)),
     str("Region")(_.setRegion(_)),

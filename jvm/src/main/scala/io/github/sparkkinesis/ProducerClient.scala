@@ -1,7 +1,5 @@
 package io.github.sparkkinesis
 
-import java.util.concurrent.{CompletableFuture, ExecutionException, TimeUnit, TimeoutException}
-
 import io.github.sparkkinesis.shaded.guava.util.concurrent.ListenableFuture
 import software.amazon.kinesis.producer.{KinesisProducer, UserRecordResult}
 
@@ -24,25 +22,11 @@ private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) exte
   /** The KPL producer itself (the benchmarks' bare loop drives the same configured producer). */
   private[sparkkinesis] val kpl: KinesisProducer = {
     val c = KplSettings.applyTo(new software.amazon.kinesis.producer.KinesisProducerConfiguration(), config.kplSettings)
-    val credentials = new PipeOnlyCredentials(config.credentials.provider(config.region), config.credentials)
+    val credentials = new ReportingCredentials(config.credentials.provider(config.region), config.credentials)
     c.setCredentialsProvider(credentials) // also the metrics credentials: the KPL falls back to it
     val producer = new KinesisProducer(c)
-    try {
-      credentials.awaitDelivered(KplProducerClient.CredentialsTimeoutMs)
-      // Queued is not yet applied: without this round trip through the daemon, 4 of 160 fresh daemons (2 cores under
-      // load) signed their first ListShards with the placeholder; with it, none of 240 (tools/credentials_race.py).
-      val answered = CompletableFuture.supplyAsync(() => producer.getMetrics(1))
-      try answered.get(KplProducerClient.CredentialsTimeoutMs, TimeUnit.MILLISECONDS)
-      catch {
-        case _: TimeoutException =>
-          throw new KinesisWriteException(
-            s"The KPL daemon did not answer within ${KplProducerClient.CredentialsTimeoutMs} ms of its start " +
-              "(see the KPL's log lines before this error).",
-            null
-          )
-        case e: ExecutionException => throw e.getCause // the daemon died: the KPL's own error
-      }
-    } catch { case e: Throwable => producer.destroy(); throw e }
+    try credentials.awaitFirst(KplProducerClient.CredentialsTimeoutMs)
+    catch { case e: Throwable => producer.destroy(); throw e }
     producer
   }
 

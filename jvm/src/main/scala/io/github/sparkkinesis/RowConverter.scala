@@ -10,7 +10,7 @@ import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.{BinaryType, DataType, StringType, StructType}
 
-/** One record for `KinesisProducer.addUserRecord`. */
+/** One record for `KinesisProducer.addUserRecord`; `partitionKey` is null only with `partitioner='none'`. */
 private[sparkkinesis] final case class KinesisRecord(
     stream: String,
     partitionKey: String,
@@ -62,9 +62,10 @@ private[sparkkinesis] final class RowConverter private (
   private def internalString(row: InternalRow, i: Int): String =
     if (i < 0 || row.isNullAt(i)) null else row.getUTF8String(i).toString
   private def key(row: Row, partitionId: Long): String =
-    if (partitioner.isDefined) generatedKey(partitionId) else string(row, partitionKeyIndex)
+    if (generatesKeys) generatedKey(partitionId) else string(row, partitionKeyIndex)
   private def internalKey(row: InternalRow, partitionId: Long): String =
-    if (partitioner.isDefined) generatedKey(partitionId) else internalString(row, partitionKeyIndex)
+    if (generatesKeys) generatedKey(partitionId) else internalString(row, partitionKeyIndex)
+  private def generatesKeys: Boolean = partitioner.exists(_ != Partitioner.NoKey)
 
   private def generatedKey(partitionId: Long): String = partitioner match {
     case Some(Partitioner.Fixed) => java.lang.Long.toString(partitionId)
@@ -100,9 +101,11 @@ private[sparkkinesis] final class RowConverter private (
       )
 
   private def checkKey(k: String): String = {
+    if (k == null && partitioner.contains(Partitioner.NoKey)) return null
     if (k == null || k.isEmpty)
       throw new IllegalArgumentException(
-        s"Column '$PartitionKey' is ${if (k == null) "null" else "empty"} in a row; Kinesis needs 1 to 256 characters. Coalesce it, or use partitioner='random'."
+        s"Column '$PartitionKey' is ${if (k == null) "null" else "empty"} in a row; Kinesis needs 1 to 256 characters. " +
+          "Coalesce it, or use partitioner='random' (partitioner='none' if the stream's RecordDistributionStrategy is AUTO)."
       )
     if (k.length > MaxPartitionKeyLength)
       throw new IllegalArgumentException(
@@ -159,9 +162,10 @@ private[sparkkinesis] object RowConverter {
     (options.partitioner, pk >= 0) match {
       case (None, false) =>
         throw new IllegalArgumentException(
-          s"The DataFrame has no '$PartitionKey' column. Add one (string), or set partitioner='random' or 'fixed'."
+          s"The DataFrame has no '$PartitionKey' column. Add one (string), or set partitioner='random' or 'fixed' " +
+            "(or 'none' if the stream's RecordDistributionStrategy is AUTO)."
         )
-      case (Some(p), true) =>
+      case (Some(p), true) if p != Partitioner.NoKey =>
         throw new IllegalArgumentException(
           s"Option partitioner='${p.name}' conflicts with the '$PartitionKey' column: drop the column or the option."
         )

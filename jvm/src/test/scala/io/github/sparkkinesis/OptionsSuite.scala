@@ -54,7 +54,7 @@ class OptionsSuite extends AnyFunSuite {
     Seq("queue_limit" -> "ten") -> Seq("queue_limit='ten'", "whole number"),
     Seq("fail_on_error" -> "yes") -> Seq("fail_on_error='yes'", "true or false"),
     Seq("flush_timeout_ms" -> "-5") -> Seq("flush_timeout_ms='-5'", "positive"),
-    Seq("partitioner" -> "hash") -> Seq("partitioner='hash'", "random or fixed"),
+    Seq("partitioner" -> "hash") -> Seq("partitioner='hash'", "'random', 'fixed', 'none'"),
     Seq("kpl.RecordTtl" -> "10") -> Seq("kpl.RecordTtl='10' is rejected by the KPL"),
     Seq("kpl.MaxConnections" -> "0") -> Seq("kpl.MaxConnections='0' is rejected by the KPL"),
     Seq("kpl.MaxConnections" -> "1000") -> Seq("kpl.MaxConnections='1000' is rejected by the KPL"),
@@ -136,10 +136,30 @@ class OptionsSuite extends AnyFunSuite {
       "MinConnections" -> "1",
       "DaemonHealthCheckTimeoutMs" -> "30000",
       "CollectionMaxCount" -> "500",
-      "MaxUserRecordSize" -> "1048576"
+      "MaxUserRecordSize" -> "1048576",
+      "RecordDistributionStrategyDefault" -> "AUTO"
     )
     KplSettings.all.foreach { s =>
       KplSettings.validate(Map(s.name -> special.getOrElse(s.name, valid(s.kind))))
     }
+  }
+
+  test("every setting of the bundled KPL's configuration is offered, or left out for a stated reason") {
+    val notOffered = Map(
+      "CredentialsProvider" -> "the writer's credentials options",
+      "MetricsCredentialsProvider" -> "the KPL falls back to the Kinesis credentials",
+      "GlueSchemaRegistryConfiguration" -> "the writer sends no schemas",
+      "GlueSchemaRegistryCredentialsProvider" -> "the writer sends no schemas",
+      "GlueSchemaRegistryPropertiesFilePath" -> "the writer sends no schemas",
+      "StsEndpoint" -> "not in the daemon's configuration since 1.0.5 (no STS in native code)",
+      "StsPort" -> "not in the daemon's configuration since 1.0.5 (no STS in native code)"
+    )
+    val setters = classOf[software.amazon.kinesis.producer.KinesisProducerConfiguration].getDeclaredMethods.toSeq
+      .filter(m => java.lang.reflect.Modifier.isPublic(m.getModifiers) && m.getName.startsWith("set"))
+      .map(_.getName.stripPrefix("set"))
+      .toSet
+    val offered = KplSettings.all.map(_.name).toSet
+    assert(setters -- notOffered.keySet -- offered == Set.empty, "settings of the KPL the writer does not offer")
+    assert(offered -- setters == Set.empty, "settings the bundled KPL no longer has")
   }
 }

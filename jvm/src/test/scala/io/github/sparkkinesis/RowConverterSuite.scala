@@ -50,6 +50,29 @@ class RowConverterSuite extends AnyFunSuite {
     assert(keys.size == 50 && keys.forall(k => k.nonEmpty && k.length <= 256))
   }
 
+  test("partitioner='none' (AUTO streams): no key without the column, the column's key or none where it is null") {
+    val s = TestWriters.binarySchema
+    assert(
+      RowConverter.forSchema(s, opts("partitioner" -> "none")).convert(row(s, Array[Byte](1)), 3).partitionKey == null
+    )
+    val c = RowConverter.forSchema(full, opts("partitioner" -> "none"))
+    assert(c.convert(row(full, 1L, Array[Byte](1), null, null, null), 0).partitionKey == null)
+    assert(c.convert(row(full, 1L, Array[Byte](1), "k", null, null), 0).partitionKey == "k")
+    assert(
+      intercept[IllegalArgumentException](c.convert(row(full, 1L, Array[Byte](1), "", null, null), 0)).getMessage
+        .contains("'partitionKey' is empty")
+    )
+    assert(rowError(1L, Array[Byte](1), null, null, null).contains("partitioner='none' if the stream's"))
+  }
+
+  test("an explicitHashKey column tells the KPL the stream places records by key, unless the user said otherwise") {
+    def strategy(s: StructType, extra: (String, String)*) =
+      KinesisWriter.prepare(opts(extra: _*), s, None).options.producer.kplSettings.get(KplSettings.StrategyDefault)
+    assert(strategy(full).contains("USER_PARTITION_KEY"))
+    assert(strategy(TestWriters.schema).isEmpty) // the KPL asks the stream first (AUTO streams get no aggregates)
+    assert(strategy(full, "kpl.RecordDistributionStrategyDefault" -> "UNSET").contains("UNSET"))
+  }
+
   private def schemaError(s: StructType, extra: (String, String)*): String =
     intercept[IllegalArgumentException](RowConverter.forSchema(s, opts(extra: _*))).getMessage
 

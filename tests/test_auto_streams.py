@@ -1,0 +1,133 @@
+"""Streams whose RecordDistributionStrategy is AUTO (Kinesis places each record; aggregates are not supported there).
+
+Neither emulator knows the strategy: the fault front reports it in DescribeStreamSummary, places each record written to
+an AUTO stream at random as Kinesis does, and counts aggregated records that reach one. The KPL asks the stream on its
+first record and re-asks every DescribeStreamSummaryIntervalMs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import account, attach, entries, payload, probe_env, rows_for, run_available_now, session_jars, write_input
+from pyspark.sql import functions as F
+from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream
+from spark_kinesis_testkit.faults import FaultFront
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def front(kinesis) -> Iterator[FaultFront]:
+    with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as f:
+        yield f
+
+
+def keys_half_null(df):  # type: ignore[no-untyped-def]
+    """Every other row without a partition key (null), the rest with one: both are fine on an AUTO stream."""
+    return df.select(F.when(F.col("id") % 2 == 0, F.col("pk")).alias("partitionKey"), F.unbase64("b64").alias("data"))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("entry", entries(every_line="foreach"))
+def test_auto_stream_gets_every_record_and_no_aggregate(spark, kinesis, front, stream, tmp_path, entry):
+    front.set_distribution_strategy(stream, "AUTO")
+    n = 3000
+    write_input(tmp_path / "in", rows_for(range(n)), files=2)
+    writer = KinesisWriter(stream_name=stream, partitioner="none", **loopback_writer_options(front.endpoint))
+    run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer, entry=entry, select=keys_half_null)
+    records = read_stream(kinesis.client(), stream, shard_aware=True)
+    d = account(range(n), records)
+    assert d.missing == [] and d.duplicates == 0
+    assert all(r.data == payload(i) for i, r in d.by_id.items())
+    stats = front.stats()
+    assert stats["aggregated_on_auto"] == 0 and not any(r.aggregated for r in records), stats
+    assert stats["placed_on_auto"] >= n, stats  # every record went through the AUTO stream's own placement
+
+
+@pytest.mark.e2e
+def test_stream_switched_to_auto_mid_query_loses_nothing(spark, kinesis, front, stream, tmp_path):
+    """Aggregates go out while the stream places by key; after the switch, until the KPL has asked again, an aggregate
+    lands on a random shard: the KPL re-sends the user records outside that shard's range ("Wrong Shard"), and a
+    KCL-style reader keeps those inside it. Nothing is lost either way."""
+    n, files = 8000, 8
+    write_input(tmp_path / "in", rows_for(range(n), key=lambda i: f"user-{i}"), files=files)
+    kpl = {"DescribeStreamSummaryIntervalMs": 1000, "RecordMaxBufferedTime": 200}
+    writer = KinesisWriter(stream_name=stream, **loopback_writer_options(front.endpoint, **kpl))
+    src = (
+        spark.readStream.schema("id LONG, pk STRING, b64 STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(tmp_path / "in"))
+        .select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
+    )
+    q = (
+        attach(src.writeStream, writer, "foreach")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 300
+        switched = False
+        while sum(p["numInputRows"] for p in q.recentProgress) < n:
+            assert q.exception() is None, q.exception()
+            assert time.monotonic() < deadline, f"{sum(p['numInputRows'] for p in q.recentProgress)} of {n} rows"
+            if not switched and sum(p["numInputRows"] for p in q.recentProgress) >= 2 * n // files:
+                front.set_distribution_strategy(stream, "AUTO")
+                switched = True
+            time.sleep(0.1)
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert switched
+    records = read_stream(kinesis.client(), stream, shard_aware=True)
+    d = account(range(n), records)
+    assert d.missing == [], f"{len(d.missing)} missing, e.g. {d.missing[:10]}"
+    assert any(r.aggregated for r in records), "the KPL aggregated before the switch"
+    assert front.stats()["placed_on_auto"] > 0
+
+
+@pytest.mark.e2e
+@pytest.mark.spark35_leg
+def test_missing_describe_stream_summary_permission_is_a_warning_naming_it(kinesis, stream, tmp_path):
+    """Without kinesis:DescribeStreamSummary the KPL cannot tell the strategy: records still go out (alone, then
+    aggregated as before), and the log says which permission is missing."""
+    with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as front:
+        front.deny("DescribeStreamSummary")
+        jvm_log = tmp_path / "jvm.log"
+        log4j = tmp_path / "log4j2.properties"
+        log4j.write_text(
+            "rootLogger.level = warn\nrootLogger.appenderRef.file.ref = file\n"
+            f"appender.file.type = File\nappender.file.name = file\nappender.file.fileName = {jvm_log}\n"
+            "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = %d %p %c: %m%n%ex\n"
+        )
+        cfg = {
+            "jars": session_jars(),
+            "secrets": {},
+            "cases": [
+                {"name": "denied", "stream": stream, "options": loopback_writer_options(front.endpoint), "n": 500}
+            ],
+        }
+        config = tmp_path / "cfg.json"
+        config.write_text(json.dumps(cfg))
+        env = {**probe_env(), "PYTHONPATH": str(ROOT / "python")}
+        env["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options -Dlog4j2.configurationFile={log4j.as_uri()} pyspark-shell"
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "credentials_probe.py"), str(config)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        ).stdout
+    assert "CASE denied OK" in out, out[-3000:]
+    d = account(range(500), read_stream(kinesis.client(), stream))
+    assert d.missing == []
+    warnings = [line for line in jvm_log.read_text().splitlines() if " WARN " in line]
+    assert any("kinesis:DescribeStreamSummary" in line for line in warnings), "\n".join(warnings[-20:])
