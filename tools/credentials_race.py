@@ -69,10 +69,10 @@ def main() -> int:
     bad = [i for i, r in enumerate(requests) if r[2]]
     for i in bad:
         print("not signed with the writer's key:", requests[i], "neighbours:", requests[max(0, i - 2) : i + 2])
-    first = {}
+    by_operation: dict[str, int] = {}
     for _, target, _ in requests:
-        first[target] = first.get(target, 0) + 1
-    print(f"requests by operation: {first}")
+        by_operation[target] = by_operation.get(target, 0) + 1
+    print(f"requests by operation: {by_operation}")
     print(f"credentials_race: daemons={daemons} requests={len(requests)} not_signed_by_writer={len(bad)}")
     return 1 if bad or ok < daemons else 0
 
