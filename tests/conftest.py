@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from helpers import session_jars
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder
+from spark_kinesis_testkit.kafka import KafkaBroker
 from spark_kinesis_testkit.localstack import LocalStackKinesis, docker_problem, skip_reason
 
 
@@ -59,6 +60,13 @@ def kinesis() -> Iterator[KinesisMock]:
         yield km
     finally:
         km.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[KafkaBroker]:
+    """One real Kafka broker (KRaft) for the session, started by the first test that asks for it."""
+    with KafkaBroker() as broker:
+        yield broker
 
 
 @pytest.fixture(scope="session")
