@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyspark
 import pytest
 
 # Before any JVM starts (the KPL daemon inherits its environment): no EC2 metadata probes.
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from helpers import session_jars
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder
-from spark_kinesis_testkit.kafka import KafkaBroker
+from spark_kinesis_testkit.kafka import KafkaBroker, connector_jars
 from spark_kinesis_testkit.localstack import LocalStackKinesis, docker_problem, skip_reason
 
 
@@ -77,7 +78,10 @@ def metrics_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark(metrics_dir: Path):  # type: ignore[no-untyped-def]
-    builder = loopback_session_builder("local[2]", "spark-kinesis-tests", session_jars(), str(metrics_dir))
+    jars = session_jars()
+    if int(pyspark.__version__.split(".")[0]) >= 4:  # Spark's Kafka connector (Scala 2.13): the README's Kafka example
+        jars += "," + connector_jars()
+    builder = loopback_session_builder("local[2]", "spark-kinesis-tests", jars, str(metrics_dir))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
