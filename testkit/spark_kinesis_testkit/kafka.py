@@ -166,11 +166,14 @@ class KafkaBroker:
         return {"bootstrap.servers": self.bootstrap, "log_level": 2}
 
     # -- topics and records ---------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int, timeout_s: float = 30.0) -> None:
+    def create_topic(
+        self, name: str, partitions: int, config: dict[str, str] | None = None, timeout_s: float = 30.0
+    ) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # (re-exported from C)
 
         admin = AdminClient(self._client_conf())
-        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+        topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+        futures = admin.create_topics([topic])
         futures[name].result(timeout=timeout_s)
         deadline = time.monotonic() + timeout_s
         while True:  # until every partition has a leader
