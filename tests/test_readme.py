@@ -41,6 +41,7 @@ import pytest
 from helpers import ROOT
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
+from spark_kinesis_testkit.kafka import connector_jars
 
 
 def _orders() -> list[dict[str, Any]]:
@@ -178,6 +179,8 @@ def test_readme_examples_run_as_written(spark, kinesis, tmp_path, readme, reques
     for index, block in enumerate(blocks):
         stream, times = EXPECTED[(readme, index)]
         where = f"{readme}:{block.line} (python block {index})"
+        if KAFKA in block.code:
+            connector_jars()  # the session has Spark's Kafka connector only if `make kafka` fetched it: say so
         kafka = request.getfixturevalue("kafka") if KAFKA in block.code else None
         code, connections = substitute(block.code, bucket, kafka.bootstrap if kafka else "")
         assert connections > 0, f"{where}: no region=... to point at the emulator; it would write to AWS"

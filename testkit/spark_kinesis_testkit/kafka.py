@@ -22,7 +22,7 @@ from typing import Any
 
 from spark_kinesis_testkit.emulator import free_port, stop_process
 
-__all__ = ["KafkaBroker", "connector_jars", "produce"]
+__all__ = ["KafkaBroker", "connector_jars", "connector_jars_or_none", "produce"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "kafka"
@@ -38,6 +38,14 @@ def _jars(kind: str) -> list[Path]:
 def connector_jars() -> str:
     """Spark's Kafka connector and its dependencies, in ``spark.jars`` form."""
     return ",".join(str(j) for j in _jars("spark"))
+
+
+def connector_jars_or_none() -> str | None:
+    """``connector_jars()``, or None when ``make kafka`` has not fetched them."""
+    try:
+        return connector_jars()
+    except FileNotFoundError:
+        return None
 
 
 class KafkaBroker:
