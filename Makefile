@@ -55,17 +55,14 @@ $(KINESIS_MOCK_MAIN): tools/emulator/package.json tools/emulator/package-lock.js
 	cd tools/emulator && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# A real Kafka broker (tools/kafka/pom.xml) and Spark's Kafka connector with its dependencies (not transitive: the rest
-# is in pyspark), from Maven Central into .cache/kafka (testkit/spark_kinesis_testkit/kafka.py). The connector is the
-# newest release on Maven Central for the Spark 4 line (4.3.0's is not published there); kafka-clients is its own.
-SPARK_KAFKA_JARS := org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.2.0 \
-	org.apache.kafka:kafka-clients:3.9.2 org.apache.commons:commons-pool2:2.13.1
+# A real Kafka broker (tools/kafka/pom.xml) and Spark's Kafka connector with what it needs beyond pyspark
+# (tools/kafka/spark/pom.xml), from Maven Central into .cache/kafka (testkit/spark_kinesis_testkit/kafka.py).
 KAFKA_STAMP := .cache/kafka/.stamp
 kafka: $(KAFKA_STAMP)
-$(KAFKA_STAMP): tools/kafka/pom.xml Makefile
+$(KAFKA_STAMP): tools/kafka/pom.xml tools/kafka/spark/pom.xml
 	rm -rf .cache/kafka && mkdir -p .cache/kafka
 	mvn -B -q -f tools/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/kafka/broker
-	for a in $(SPARK_KAFKA_JARS); do mvn -B -q dependency:copy -Dartifact=$$a -DoutputDirectory=$(CURDIR)/.cache/kafka/spark || exit 1; done
+	mvn -B -q -f tools/kafka/spark/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.cache/kafka/spark
 	touch $@
 
 # sbt's bundlePython copies the KPL bundle and every line's jar into the Python package (the wheel
