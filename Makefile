@@ -22,14 +22,14 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/kpl/src -type f 2>/dev/null) build.
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator lint actionlint fmt bench bench-scale clean help
+.PHONY: test sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator kafka lint actionlint fmt bench bench-scale clean help
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
 	@echo "make demo   - the same query without a bound and with queue_limit behind shard quotas (~2 min): live lines, a plot, every record checked"
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
-	@echo "make bench  - benchmarks (~60 min): vs boto3, vs a bare KPL loop, KPL settings one at a time, backpressure, scale, JMH -> docs/benchmarks.md"
+	@echo "make bench  - benchmarks (~65 min): vs boto3, vs a bare KPL loop, KPL settings one at a time, backpressure, scale, JMH, real-time latency -> docs/benchmarks.md"
 	@echo "make bench-scale - the scale part alone (~20 min): shards x record sizes x executors, results beside"
 	@echo "make lint   - scalafmt check, ruff, mypy, actionlint (the GitHub workflow)"
 
@@ -55,6 +55,16 @@ $(KINESIS_MOCK_MAIN): tools/emulator/package.json tools/emulator/package-lock.js
 	cd tools/emulator && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# A real Kafka broker (tools/kafka/pom.xml) and Spark's Kafka connector with what it needs beyond pyspark
+# (tools/kafka/spark/pom.xml), from Maven Central into .cache/kafka (testkit/spark_kinesis_testkit/kafka.py).
+KAFKA_STAMP := .cache/kafka/.stamp
+kafka: $(KAFKA_STAMP)
+$(KAFKA_STAMP): tools/kafka/pom.xml tools/kafka/spark/pom.xml
+	rm -rf .cache/kafka && mkdir -p .cache/kafka
+	mvn -B -q -f tools/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/kafka/broker
+	mvn -B -q -f tools/kafka/spark/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.cache/kafka/spark
+	touch $@
+
 # sbt's bundlePython copies the KPL bundle and every line's jar into the Python package (the wheel
 # carries them); publishM2 puts each artifact and its POM into M2_REPO (spark-submit --packages).
 # One `all` so the KPL bundle is assembled once (its notice merge is not cached between commands).
@@ -76,7 +86,7 @@ unit:
 # the emulator are set up (one make -j).
 test:
 	mkdir -p .cache
-	$(MAKE) -j4 --no-print-directory venv venv35 emulator sbt-test
+	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka sbt-test
 	@status=0; \
 	leg35="== leg spark3.5: pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m 'every_line or spark35_leg' =="; \
 	echo "$$leg35 (runs beside the next leg; its output follows it)"; \
@@ -95,7 +105,7 @@ sbt-test:
 	$(SBT) "all test $(SBT_JARS)" </dev/null
 	touch $(JAR_STAMP)
 
-pytest: venv emulator jar
+pytest: venv emulator kafka jar
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 pytest35: venv35 emulator jar
@@ -122,7 +132,7 @@ $(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
 	$(PY) -m pip install -q -r bench/requirements.txt
 	touch $@
 
-bench: venv jar $(VENV)/.bench-stamp $(KINESALITE)
+bench: venv jar kafka $(VENV)/.bench-stamp $(KINESALITE)
 	$(PY) bench/run.py
 
 bench-scale: venv jar $(VENV)/.bench-stamp $(KINESALITE)

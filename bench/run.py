@@ -10,11 +10,14 @@ last machine-readable line:
          cpu_ratio_vs_kpl=… cpu_s_per_million_net=… (writer, 100 B, net of Spark) scale_cost_ratio=…
          (CPU per record at 256 over 4 shards, 100 B, bench/scale.py)
          link_util_limited=… max_outstanding_over_limit=… hot_path_ns=…
+         rt_added_p50_ms=… rt_added_p99_ms=… rt_p99_ratio_10k=… (Kafka -> real-time mode: foreach(KinesisWriter)'s
+         latency added over Spark's Kafka sink at 1,000 records/s, and its p99 at 10,000 over 1,000; bench/realtime.py)
 
 Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [1000000],
 BENCH_ROWS_10K [50000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
 BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [15], BENCH_SCALE_FREE_ROWS [300000],
-BENCH_PARTS [throughput,tuning,backpressure,scale,jmh], BENCH_SKIP [none; overhead,limited].
+BENCH_PARTS [throughput,tuning,backpressure,scale,jmh,realtime], BENCH_SKIP [none; overhead,limited];
+bench/realtime.py's own (BENCH_RT_*).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ REPS = int(os.environ.get("BENCH_REPS", "3"))
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 ROWS_10K = int(os.environ.get("BENCH_ROWS_10K", "50000"))
 BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
-PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,scale,jmh").split(",")
+PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,scale,jmh,realtime").split(",")
 # The KPL caps itself at RateLimit (the writer's default: 100 %) of a shard's 1 MiB/s: enough shards that this
 # cap stays above what the CPU (100 B) or the backend (10 KiB, ~17 MB/s) allows, as a fast stream would have.
 SHARDS = {100: 8, 10240: 24}
@@ -567,6 +570,17 @@ def fmt(v: Any, digits: int = 1) -> str:
     return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
+REALTIME_FIELDS = ("rt_added_p50_ms", "rt_added_p99_ms", "rt_p99_ratio_10k")
+
+
+def realtime(result: dict[str, Any], out: Path) -> None:
+    """bench/realtime.py in a process of its own (its own Spark session, with the Kafka connector)."""
+    say("realtime: Kafka -> real-time mode -> Spark's Kafka sink / foreach(KinesisWriter), latency per record")
+    env = {**os.environ, "BENCH_RT_OUT": str(out)}
+    subprocess.run([sys.executable, str(HERE / "realtime.py")], check=True, env=env)
+    result["realtime"] = json.loads(out.read_text())
+
+
 def main() -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -609,6 +623,8 @@ def main() -> int:
             scale.scale(result, spark_side)
         if "jmh" in PARTS:
             jmh(result)
+        if "realtime" in PARTS:
+            realtime(result, RESULTS / f"realtime-{stamp}.json")
     finally:
         result["summary"] = summarise(result)
         out.write_text(json.dumps(result, indent=1))
@@ -634,6 +650,8 @@ def main() -> int:
         "max_outstanding_over_limit": fmt(sm.get("max_outstanding_over_limit"), 3),
         "hot_path_ns": fmt(sm.get("hot_path_ns"), 0),
     }
+    rt = result.get("realtime", {}).get("summary", {})
+    fields.update({k: fmt(rt.get(k), 0 if k.endswith("_ms") else 2) for k in REALTIME_FIELDS})
     say(" ".join(f"{k}={v}" for k, v in fields.items()))
     return 0
 

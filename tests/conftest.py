@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyspark
 import pytest
 
 # Before any JVM starts (the KPL daemon inherits its environment): no EC2 metadata probes.
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from helpers import session_jars
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder
+from spark_kinesis_testkit.kafka import KafkaBroker, connector_jars_or_none
 from spark_kinesis_testkit.localstack import LocalStackKinesis, docker_problem, skip_reason
 
 
@@ -62,6 +64,13 @@ def kinesis() -> Iterator[KinesisMock]:
 
 
 @pytest.fixture(scope="session")
+def kafka() -> Iterator[KafkaBroker]:
+    """One real Kafka broker (KRaft) for the session, started by the first test that asks for it."""
+    with KafkaBroker() as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
 def metrics_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the session's CsvSink writes every metrics source once a second."""
     return tmp_path_factory.mktemp("metrics")
@@ -69,7 +78,12 @@ def metrics_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark(metrics_dir: Path):  # type: ignore[no-untyped-def]
-    builder = loopback_session_builder("local[2]", "spark-kinesis-tests", session_jars(), str(metrics_dir))
+    jars = session_jars()
+    # Spark's Kafka connector (Scala 2.13, Spark 4) for the README's Kafka example, when `make kafka` has fetched it;
+    # without it only the tests that read Kafka fail (they say to run `make kafka`).
+    if int(pyspark.__version__.split(".")[0]) >= 4 and (kafka_jars := connector_jars_or_none()):
+        jars += "," + kafka_jars
+    builder = loopback_session_builder("local[2]", "spark-kinesis-tests", jars, str(metrics_dir))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -5,7 +5,8 @@ usage: connect_probe.py CONFIG_JSON
 Each run's `entry` is "foreach" (foreach(KinesisWriter(...)), which spark_kinesis turns into the kinesis sink
 under Connect) or "format" (format("kinesis") directly); the runs share one server. `canaries` are extra writer
 options (secrets the caller looks for in this process's output). Prints "DONE <json>" with each run's sink
-progress and every string a secret could leak into on the client's side (repr, progress, explain, status).
+progress and every string a secret could leak into on the client's side (repr, progress, explain, status), and on
+Spark 4.1+ the error a real-time query (trigger(realTime=...)) with foreach(KinesisWriter) gets.
 """
 
 from __future__ import annotations
@@ -75,7 +76,15 @@ def main() -> int:
                 "repr": repr(writer),
             }
         )
-    print("DONE " + json.dumps({"runs": out}), flush=True)
+    refused = None
+    if tuple(int(x) for x in pyspark.__version__.split(".")[:2]) >= (4, 1):
+        # Real-time mode: foreach(KinesisWriter) runs as format("kinesis") here, off Spark's real-time allowlist.
+        writer = KinesisWriter(stream_name=cfg["runs"][0]["stream"], **opts)
+        try:
+            df.writeStream.foreach(writer).outputMode("update").trigger(realTime="5 minutes").start().stop()
+        except ValueError as e:
+            refused = str(e)
+    print("DONE " + json.dumps({"runs": out, "real_time_refused": refused}), flush=True)
     spark.stop()
     return 0
 

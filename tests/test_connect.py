@@ -10,6 +10,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import pyspark
 import pytest
 from helpers import ENTRIES, account, payload, probe_env, rows_for, session_jars, write_input
 from spark_kinesis.writer import _connect_class_or_none
@@ -73,6 +74,9 @@ def test_connect_session_round_trips_without_leaking_secrets(kinesis, tmp_path):
         # The client-side surfaces were really read: progress names the sink, explain printed a plan.
         assert f"kinesis:{streams[run['entry']]}" in run["sink"]["description"], run["sink"]
         assert "== Physical Plan ==" in run["explain"] and "<redacted>" in run["repr"]
+    if tuple(int(x) for x in pyspark.__version__.split(".")[:2]) >= (4, 1):
+        # Real-time mode has no allowlisted way to Kinesis from a Connect client: the error says where there is one.
+        assert "classic session" in (out["real_time_refused"] or ""), out["real_time_refused"]
     text = json.dumps(out)
     leaks = sorted(k for k, v in CANARIES.items() if v in text)
     assert leaks == [], f"secrets in the client's progress, explain, status or repr, or the server's log: {leaks}"

@@ -4,7 +4,7 @@ embedded Kinesis, and each record it sends is read back, record by record (data 
 The blocks of one README run in file order in one namespace, as a reader runs them (a block may use what an
 earlier one of the same README defined), in this process: the examples' ``getOrCreate()`` returns the test
 session (the test checks it did), so they run on loopback with the freshly built jars. The test changes
-the text of a block in these two ways only (no line is added or removed, so tracebacks name README lines):
+the text of a block in these three ways only (no line is added or removed, so tracebacks name README lines):
 
 - the connection: ``region="..."`` (a ``KinesisWriter`` argument) becomes ``**EMULATOR``, the emulator's
   ``KinesisWriter`` arguments (its endpoint and region, static fake keys, the TLS certificate check off: it is
@@ -12,7 +12,13 @@ the text of a block in these two ways only (no line is added or removed, so trac
   ``format("kinesis")`` form) becomes ``.options(**EMULATOR_OPTIONS)``, the same as ``format("kinesis")``
   options. A block with neither fails: it would write to AWS;
 - the storage: ``s3://my-bucket/`` becomes a temporary local directory, where the test first writes the JSON-lines
-  files the examples read (``orders/``, ``events/``); their checkpoints go there too.
+  files the examples read (``orders/``, ``events/``); their checkpoints go there too;
+- Kafka: ``"broker-1:9092"`` becomes the session's real Kafka broker (the ``kafka`` fixture), where the test first
+  creates the topic a block subscribes to (``orders``: one partition) and produces its input rows, keyed as the
+  stream's partition keys, each row's JSON as the value.
+
+A block that leaves a query running (a real-time query never ends by itself) is stopped once its stream holds what
+it expects, or at the block's deadline.
 
 Before a block runs, the stream it writes to is created fresh (4 shards); after it, the stream must hold exactly
 what the block sent: every input row, as many times as the block writes it (``EXPECTED``), and nothing else. A
@@ -25,6 +31,7 @@ import json
 import re
 import textwrap
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +41,7 @@ import pytest
 from helpers import ROOT
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
+from spark_kinesis_testkit.kafka import connector_jars
 
 
 def _orders() -> list[dict[str, Any]]:
@@ -64,10 +72,12 @@ INPUTS = {
 EXPECTED: dict[tuple[str, int], tuple[str, int]] = {
     ("README.md", 0): ("orders", 1),  # foreach(KinesisWriter), streaming
     ("README.md", 1): ("orders", 2),  # format("kinesis"): streaming, then batch
+    ("README.md", 2): ("orders", 1),  # Kafka -> foreach(KinesisWriter) in real-time mode, left running
     ("python/README.md", 0): ("events", 1),  # foreach(KinesisWriter), streaming
 }
 
 BUCKET = "s3://my-bucket/"
+KAFKA = '"broker-1:9092"'
 #: The connection substitutions: (pattern, replacement).
 CONNECTION = [
     (re.compile(r'\bregion="[^"]*"'), "**EMULATOR"),
@@ -102,13 +112,13 @@ def python_blocks(readme: Path) -> list[Block]:
     return blocks
 
 
-def substitute(code: str, bucket: Path) -> tuple[str, int]:
-    """The block's code with the connection and storage substitutions; how many connection ones applied."""
+def substitute(code: str, bucket: Path, kafka: str) -> tuple[str, int]:
+    """The block's code with the connection, storage and Kafka substitutions; how many connection ones applied."""
     applied = 0
     for pattern, replacement in CONNECTION:
         code, n = pattern.subn(replacement, code)
         applied += n
-    return code.replace(BUCKET, bucket.as_uri() + "/"), applied
+    return code.replace(BUCKET, bucket.as_uri() + "/").replace(KAFKA, repr(kafka)), applied
 
 
 def expected_records(inp: Input) -> Counter[tuple[str, bytes]]:
@@ -121,9 +131,10 @@ def stop_queries(spark: Any) -> None:
         q.stop()
 
 
-def run_with_deadline(spark: Any, compiled: Any, namespace: dict[str, Any]) -> bool:
+def run_with_deadline(spark: Any, compiled: Any, namespace: dict[str, Any], done: Callable[[], bool]) -> bool:
     """Runs a block; False if it was still running at BLOCK_DEADLINE_S, when its queries are stopped (so an
-    ``awaitTermination()`` returns). Queries the block leaves running are stopped after it either way."""
+    ``awaitTermination()`` returns). Queries the block leaves running are stopped once ``done()`` (its stream holds
+    what it expects), or at the deadline."""
     expired = threading.Event()
 
     def expire() -> None:
@@ -134,6 +145,8 @@ def run_with_deadline(spark: Any, compiled: Any, namespace: dict[str, Any]) -> b
     watchdog.start()
     try:
         exec(compiled, namespace)
+        while spark.streams.active and not expired.is_set() and not done():
+            time.sleep(0.5)
     finally:
         watchdog.cancel()
         stop_queries(spark)
@@ -142,7 +155,7 @@ def run_with_deadline(spark: Any, compiled: Any, namespace: dict[str, Any]) -> b
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("readme", ["README.md", "python/README.md"])
-def test_readme_examples_run_as_written(spark, kinesis, tmp_path, readme):
+def test_readme_examples_run_as_written(spark, kinesis, tmp_path, readme, request):
     blocks = python_blocks(ROOT / readme)
     listed = sorted(i for name, i in EXPECTED if name == readme)
     assert listed == list(range(len(blocks))), (
@@ -166,19 +179,28 @@ def test_readme_examples_run_as_written(spark, kinesis, tmp_path, readme):
     for index, block in enumerate(blocks):
         stream, times = EXPECTED[(readme, index)]
         where = f"{readme}:{block.line} (python block {index})"
-        code, connections = substitute(block.code, bucket)
+        if KAFKA in block.code:
+            connector_jars()  # the session has Spark's Kafka connector only if `make kafka` fetched it: say so
+        kafka = request.getfixturevalue("kafka") if KAFKA in block.code else None
+        code, connections = substitute(block.code, bucket, kafka.bootstrap if kafka else "")
         assert connections > 0, f"{where}: no region=... to point at the emulator; it would write to AWS"
         kinesis.create_stream(stream, 4)
+        want = Counter({k: n * times for k, n in expected_records(INPUTS[stream]).items()})
+        if kafka is not None:
+            kafka.create_topic(stream, partitions=1)
+            kafka.produce(stream, [(pk.encode(), data) for pk, data in want.elements()])
         # Line numbers as in the README, so a traceback points at the example's line.
         compiled = compile("\n" * (block.line - 1) + code, str(ROOT / readme), "exec")
-        finished = run_with_deadline(spark, compiled, namespace)
+        total = sum(want.values())
+        finished = run_with_deadline(
+            spark, compiled, namespace, lambda s=stream, n=total: len(read_stream(client, s)) >= n
+        )
         assert finished, f"{where}: still running after {BLOCK_DEADLINE_S}s (a query that never ends?)"
         assert namespace.get("spark") is spark, f"{where}: the example did not get the test session"
 
         records = read_stream(client, stream)
         client.delete_stream(StreamName=stream, EnforceConsumerDeletion=True)
         got = Counter((r.partition_key, r.data) for r in records)
-        want = Counter({k: n * times for k, n in expected_records(INPUTS[stream]).items()})
         missing, extra = want - got, got - want
         assert not missing and not extra, (
             f"{where}: {len(records)} records in {stream!r}, want {sum(want.values())}; "

@@ -280,6 +280,37 @@ def _connect_foreach(self: Any, f: Any) -> Any:
     return _originals[_connect_class_or_none()](self, f)
 
 
+# Spark's real-time mode (trigger(realTime=...), Spark 4.1+) refuses at start() every sink off its allowlist, and
+# foreach is on it. Its own message names only the switch that turns the check off, which does not help here (the
+# sink then fails on real-time mode's async progress tracking); ours names the way that works.
+_RTM_REFUSED = ("OPERATOR_OR_SINK_NOT_IN_ALLOWLIST", "io.github.sparkkinesis.KinesisTable")
+_RTM_CLASSIC = (
+    "format('kinesis') cannot run in real-time mode (trigger(realTime=...)): Spark admits only the sinks on its "
+    "real-time allowlist, and foreach is one. Write with df.writeStream.foreach(KinesisWriter(...)) after "
+    "`import spark_kinesis` (Scala, Java: .foreach(KinesisWriter.create(options, df.schema))): it sends each record "
+    "as it arrives, within RecordMaxBufferedTime, and never waits for the batch to end."
+)
+_RTM_CONNECT = (
+    "Real-time mode (trigger(realTime=...)) cannot write to Kinesis from a Spark Connect client: there "
+    "foreach(KinesisWriter(...)) runs as format('kinesis'), which is not on Spark's real-time sink allowlist. "
+    "Run the query from a classic session (or Scala, Java) with df.writeStream.foreach(KinesisWriter(...)), which is."
+)
+
+
+def _start_checked(original: Any, message: str) -> Any:
+    def start(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, *args, **kwargs)
+        except Exception as e:
+            if all(part in str(e) for part in _RTM_REFUSED):
+                raise ValueError(message) from None
+            raise
+
+    start.__doc__ = original.__doc__
+    start._spark_kinesis = True  # type: ignore[attr-defined]
+    return start
+
+
 def _classic_class() -> Any:
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
@@ -300,7 +331,8 @@ def _connect_class_or_none() -> Any:
 
 
 def install() -> None:
-    """Let ``DataStreamWriter.foreach`` accept a ``KinesisWriter``; other arguments are untouched."""
+    """Let ``DataStreamWriter.foreach`` accept a ``KinesisWriter``; other arguments are untouched. ``start`` turns
+    Spark's real-time-mode refusal of ``format("kinesis")`` into a ``ValueError`` that names the way that works."""
     try:
         classic = _classic_class()
     except ImportError:  # pyspark not installed: nothing to patch yet
@@ -311,3 +343,6 @@ def install() -> None:
         _originals[cls] = cls.foreach
         patched.__doc__ = cls.foreach.__doc__
         cls.foreach = patched
+    for cls, message in ((classic, _RTM_CLASSIC), (_connect_class_or_none(), _RTM_CONNECT)):
+        if cls is not None and not getattr(cls.start, "_spark_kinesis", False):
+            cls.start = _start_checked(cls.start, message)

@@ -319,6 +319,8 @@ class UserRecord:
     shard_id: str
     explicit_hash_key: str | None
     aggregated: bool
+    # The Kinesis record's ApproximateArrivalTimestamp (epoch seconds), shared by the user records of one aggregate.
+    arrival_s: float | None = None
 
 
 def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[dict[str, Any]]:
@@ -347,15 +349,17 @@ def read_stream(client: Any, stream: str, idle_polls: int = 2, shard_aware: bool
     for shard in shards:
         sid = shard["ShardId"]
         first, last = (int(shard["HashKeyRange"][k]) for k in ("StartingHashKey", "EndingHashKey"))
-        raw = list(_iter_shard(client, stream, sid, idle_polls))
-        for r in iter_deaggregate_records(raw, data_format="Boto3"):
-            k = r["kinesis"]
-            agg = bool(k.get("aggregated"))
-            if agg and shard_aware and not first <= hash_key(k["partitionKey"], k.get("explicitHashKey")) <= last:
-                continue
-            # aws-kinesis-agg re-encodes sub-record data as base64; pass-through records stay raw.
-            data = base64.b64decode(k["data"]) if agg else k["data"]
-            out.append(UserRecord(k["partitionKey"], bytes(data), sid, k.get("explicitHashKey"), agg))
+        for raw in _iter_shard(client, stream, sid, idle_polls):
+            arrival = raw.get("ApproximateArrivalTimestamp")
+            arrival_s = arrival.timestamp() if arrival is not None else None
+            for r in iter_deaggregate_records([raw], data_format="Boto3"):
+                k = r["kinesis"]
+                agg = bool(k.get("aggregated"))
+                if agg and shard_aware and not first <= hash_key(k["partitionKey"], k.get("explicitHashKey")) <= last:
+                    continue
+                # aws-kinesis-agg re-encodes sub-record data as base64; pass-through records stay raw.
+                data = base64.b64decode(k["data"]) if agg else k["data"]
+                out.append(UserRecord(k["partitionKey"], bytes(data), sid, k.get("explicitHashKey"), agg, arrival_s))
     return out
 
 
