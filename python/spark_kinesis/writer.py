@@ -33,9 +33,7 @@ _OPTIONS: dict[str, _Option] = {
         int, ("an int >= 1 (payload bytes outstanding in the KPL per executor)", lambda v: v >= 1), 67108864
     ),
     "fail_on_error": _Option(bool, None, True),
-    "partitioner": _Option(
-        str, ("'random', 'fixed' or 'none'", lambda v: v.lower() in ("random", "fixed", "none"))
-    ),
+    "partitioner": _Option(str, ("'random', 'fixed' or 'none'", lambda v: v.lower() in ("random", "fixed", "none"))),
     "flush_timeout_ms": _Option(int, _POSITIVE, 300000),
     "producer_idle_timeout_ms": _Option(int, _POSITIVE, 60000),
     "aws_access_key_id": _Option(str, secret=True),
