@@ -88,9 +88,11 @@ say "image $image ready: $(elapsed "$t1") s"
 
 t2=$(date +%s)
 mkdir -p "$(dirname "$REPORT")"
-# KINESIS_TEST_BACKEND_REQUIRED: an engine that went away fails the tests instead of skipping them.
+# KINESIS_TEST_BACKEND_REQUIRED: an engine that went away fails the tests instead of skipping them. xunit1: the junit
+# family with per-test properties (each test's read-backs).
 KINESIS_TEST_BACKEND=localstack KINESIS_TEST_BACKEND_REQUIRED=1 LOCALSTACK_TEST_IMAGE=$image \
-    "$PY" -m pytest tests -m localstack --junitxml="$REPORT" -o junit_suite_name=localstack ${PYTEST_ARGS:-}
+    "$PY" -m pytest tests -m localstack --junitxml="$REPORT" -o junit_suite_name=localstack \
+    -o junit_family=xunit1 ${PYTEST_ARGS:-}
 rc=$?
 say "tests: rc=$rc, $(elapsed "$t2") s; the leg: $(elapsed "$t0") s; report $REPORT"
 exit $rc
