@@ -17,7 +17,11 @@ DOCKERD_PID=
 
 say() { echo "localstack-leg: $*"; }
 elapsed() { echo $(($(date +%s) - $1)); }
-engine_problem() { "$PY" -c 'from spark_kinesis_testkit.localstack import docker_problem as p; print(p() or "")'; }
+# Empty when an engine answers; a Python that cannot ask is a problem too, never an answer.
+engine_problem() {
+    "$PY" -c 'from spark_kinesis_testkit.localstack import docker_problem as p; print(p() or "")' 2>/dev/null ||
+        echo "$PY cannot ask for a Docker engine (run make venv)"
+}
 
 stop_engine() {
     [ -n "$DOCKERD_PID" ] || return 0
@@ -42,7 +46,7 @@ if [ -z "$problem" ]; then
     say "Docker engine: the one at ${DOCKER_HOST:-unix:///var/run/docker.sock}"
 else
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-        say "FAILED: $problem, and this is not root with apt-get, so none can be installed and started for the run."
+        say "FAILED: the LocalStack tests need a Docker engine: $problem; not root with apt-get, so none can be installed and started."
         say "Start a Docker engine (or point DOCKER_HOST at one) and run again."
         exit 1
     fi
