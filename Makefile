@@ -22,10 +22,11 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/kpl/src -type f 2>/dev/null) build.
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator kafka lint actionlint fmt bench bench-scale clean help
+.PHONY: test test-localstack sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator kafka lint actionlint fmt bench bench-scale clean help
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
+	@echo "make test-localstack - the e2e tests marked localstack on LocalStack through Testcontainers (a Docker engine, started here if need be)"
 	@echo "make demo   - the same query without a bound and with queue_limit behind shard quotas (~2 min): live lines, a plot, every record checked"
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
@@ -104,6 +105,12 @@ sbt-test:
 	mkdir -p .cache
 	$(SBT) "all test $(SBT_JARS)" </dev/null
 	touch $(JAR_STAMP)
+
+# The tests marked `localstack` (the marker is the one list) on LocalStack through Testcontainers, real KPL and Spark 4:
+# tools/localstack-leg.sh finds or starts a Docker engine (state in .cache/docker) and gets the image (the pinned Docker
+# Hub one, else built here: testkit/localstack-image/), then stops the engine it started. Not part of `make test`.
+test-localstack: venv emulator jar
+	PY=$(CURDIR)/$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash tools/localstack-leg.sh
 
 pytest: venv emulator kafka jar
 	$(PY) -m pytest tests $(PYTEST_ARGS)

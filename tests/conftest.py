@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyspark
@@ -24,6 +24,7 @@ os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 ROOT = Path(__file__).resolve().parents[1]
 
+import helpers
 from helpers import session_jars
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder
 from spark_kinesis_testkit.kafka import KafkaBroker, connector_jars_or_none
@@ -41,10 +42,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "spark35_leg: in `make test`, runs on the Spark 3.5 leg instead of the Spark 4 one (line-independent code: "
         "that leg finishes minutes earlier); `make pytest` still runs it on Spark 4",
     )
+    config.addinivalue_line(
+        "markers",
+        "localstack: also runs in `make test-localstack`, on LocalStack through Testcontainers (KINESIS_TEST_BACKEND)",
+    )
 
 
 @pytest.fixture(scope="session")
-def kinesis() -> Iterator[KinesisMock]:
+def kinesis(record_testsuite_property: Callable[[str, object], None]) -> Iterator[KinesisMock]:
     backend = os.environ.get("KINESIS_TEST_BACKEND", "kinesis-mock")
     if backend == "localstack":
         if docker_problem() is not None:
@@ -57,10 +62,25 @@ def kinesis() -> Iterator[KinesisMock]:
     else:
         raise pytest.UsageError(f"KINESIS_TEST_BACKEND={backend!r}: use kinesis-mock (the default) or localstack")
     km.start()
+    if isinstance(km, LocalStackKinesis):  # the junit report names what the tests ran on
+        for name, value in km.describe().items():
+            record_testsuite_property(name, value)
     try:
         yield km
     finally:
+        if isinstance(km, LocalStackKinesis):
+            record_testsuite_property("localstack_kinesis_requests", km.requests_served())
         km.stop()
+
+
+@pytest.fixture(autouse=True)
+def read_back(request: pytest.FixtureRequest, record_property: Callable[[str, object], None]) -> Iterator[None]:
+    """Each test's read-backs (ids delivered of ids sent, by ``helpers.account``) as a junit property, where the junit
+    family has per-test properties (``make test-localstack`` asks for xunit1; pytest's default xunit2 has none)."""
+    helpers.READ_BACKS.clear()
+    yield
+    if helpers.READ_BACKS and request.config.getini("junit_family") != "xunit2":
+        record_property("read_back", ", ".join(f"{got} of {sent} ids" for sent, got in helpers.READ_BACKS))
 
 
 @pytest.fixture(scope="session")

@@ -123,6 +123,10 @@ class Delivery:
     by_id: dict[int, UserRecord]
 
 
+#: (sent, delivered) of each read-back a test accounted for; conftest's read_back fixture puts them in the junit report.
+READ_BACKS: list[tuple[int, int]] = []
+
+
 def account(expected_ids: Iterable[int], records: list[UserRecord]) -> Delivery:
     expected = set(expected_ids)
     by_id: dict[int, UserRecord] = {}
@@ -132,7 +136,9 @@ def account(expected_ids: Iterable[int], records: list[UserRecord]) -> Delivery:
         if i in by_id:
             dups += 1
         by_id[i] = r
-    return Delivery(len(expected), len(set(by_id) & expected), sorted(expected - set(by_id)), dups, by_id)
+    d = Delivery(len(expected), len(set(by_id) & expected), sorted(expected - set(by_id)), dups, by_id)
+    READ_BACKS.append((d.sent, d.delivered))
+    return d
 
 
 def wait_for(cond: Callable[[], bool], timeout_s: float, what: str, step_s: float = 0.05) -> None:

@@ -11,10 +11,12 @@ import re
 import subprocess
 import sys
 
+import pytest
 from helpers import ROOT
-from spark_kinesis_testkit.localstack import LOCALSTACK_IMAGE, docker_problem, skip_reason
+from spark_kinesis_testkit.localstack import backend_image, docker_problem, skip_reason
 
 
+@pytest.mark.localstack
 def test_the_session_backend_answers(kinesis, stream):
     """The backend the session runs on (kinesis-mock, or LocalStack in CI) lists the test's stream."""
     names = kinesis.client().list_streams()["StreamNames"]
@@ -26,7 +28,7 @@ def test_no_docker_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", missing)
     problem = docker_problem()
     assert problem is not None and missing in problem, problem
-    assert skip_reason().startswith(f"KINESIS_TEST_BACKEND=localstack needs a Docker engine to run {LOCALSTACK_IMAGE}")
+    assert skip_reason().startswith(f"KINESIS_TEST_BACKEND=localstack needs a Docker engine to run {backend_image()}")
 
 
 def test_localstack_without_docker_skips_with_the_reason(tmp_path):
@@ -51,16 +53,16 @@ def test_localstack_without_docker_skips_with_the_reason(tmp_path):
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "1 skipped" in out, out[-3000:]
-    assert f"needs a Docker engine to run {LOCALSTACK_IMAGE}: no Docker engine answers at {missing}" in out, out[-3000:]
+    assert f"needs a Docker engine to run {backend_image()}: no Docker engine answers at {missing}" in out, out[-3000:]
 
 
 def test_the_workflow_runs_what_ci_runs():
     """Every step of the GitHub workflow that runs a command runs a make target that .ci/run runs here too."""
     ci = (ROOT / ".ci" / "run").read_text()
-    here = set(re.findall(r"^make (\w+)", ci, re.M))
-    assert here == {"test", "lint"}, here
+    here = set(re.findall(r"^make ([\w-]+)", ci, re.M))
+    assert here == {"test", "lint", "test-localstack"}, here
     runs = re.findall(r"^\s+run: (.+)$", (ROOT / ".github" / "workflows" / "ci.yml").read_text(), re.M)
     assert runs, "no run steps found"
     for cmd in runs:
-        m = re.match(r"make (\w+)", cmd)
+        m = re.match(r"make ([\w-]+)", cmd)
         assert m and m[1] in here, f"workflow step {cmd!r} runs something .ci/run does not"

@@ -17,6 +17,7 @@ def _snapshot(spark):
     return sum(p.in_flight_records for p in live), sum(p.backpressure_cycles for p in live)
 
 
+@pytest.mark.localstack
 @pytest.mark.e2e
 @pytest.mark.parametrize("entry", entries(every_line="foreach"))
 def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path, metrics_dir, entry):

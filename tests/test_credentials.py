@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import id_of, payload, probe_env, session_jars, write_input
+from helpers import account, payload, probe_env, session_jars, write_input
 from spark_kinesis_testkit.emulator import REGION, free_port, loopback_writer_options, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.sts import MotoSts
@@ -70,6 +70,7 @@ def _results(out: str) -> tuple[dict[str, tuple[str, float, str]], list[list[str
     return cases, scans
 
 
+@pytest.mark.localstack
 @pytest.mark.e2e
 @pytest.mark.spark35_leg  # line-independent (the KPL and the SDK live in the bundle); that leg has idle time
 def test_every_credentials_source_end_to_end(kinesis, tmp_path):
@@ -169,10 +170,9 @@ def test_every_credentials_source_end_to_end(kinesis, tmp_path):
             status, _, msg = cases[name]
             assert status == "OK", f"{name}: {msg}"
             n = N_ROTATION if name == "assume_role" else N
-            by_id = {id_of(r.data): r.data for r in reads[name]}
-            missing = sorted(set(range(n)) - set(by_id))
-            assert not missing, f"{name}: {len(missing)} of {n} records missing, first {missing[:10]}"
-            assert all(by_id[i] == payload(i) for i in range(n)), f"{name}: bytes differ"
+            d = account(range(n), reads[name])
+            assert not d.missing, f"{name}: {len(d.missing)} of {n} records missing, first {d.missing[:10]}"
+            assert all(d.by_id[i].data == payload(i) for i in range(n)), f"{name}: bytes differ"
             # Nothing went unsigned: each daemon's first requests carry the credentials it got over the pipe.
             assert "<unsigned>" not in signers[name], (name, signers[name])
 

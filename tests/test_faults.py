@@ -245,6 +245,7 @@ def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
     )
 
 
+@pytest.mark.localstack
 @pytest.mark.spark35_leg  # the KPL against the fault front, line-independent: where `make test` has room
 @pytest.mark.faults
 @pytest.mark.e2e

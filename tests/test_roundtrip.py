@@ -10,6 +10,8 @@ from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
 
 N = 10_000
+# Every round trip also runs on LocalStack (`make test-localstack`).
+pytestmark = pytest.mark.localstack
 
 
 @pytest.mark.e2e

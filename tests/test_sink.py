@@ -20,6 +20,7 @@ from spark_kinesis_testkit.emulator import read_stream
 N_BATCH = 100_000 if pyspark.__version__ >= "4" else 20_000
 
 
+@pytest.mark.localstack
 @pytest.mark.e2e
 @pytest.mark.every_line
 def test_batch_write_across_8_partitions_record_by_record(spark, kinesis):
@@ -64,6 +65,7 @@ def test_batch_modes_other_than_append_are_refused_before_any_write(spark, kines
     assert d.missing == [] and d.duplicates == 0, "only the append wrote"
 
 
+@pytest.mark.localstack
 @pytest.mark.e2e
 @pytest.mark.every_line
 def test_streaming_progress_reports_the_sink_totals(spark, kinesis, stream, tmp_path):
@@ -80,6 +82,8 @@ def test_streaming_progress_reports_the_sink_totals(spark, kinesis, stream, tmp_
         "backpressureWaitMs": 0,
     }
     assert q.lastProgress["sink"]["description"].startswith("kinesis:")
+    d = account(range(n), read_stream(kinesis.client(), stream))
+    assert d.missing == [] and all(d.by_id[i].data == payload(i) for i in range(n)), d.missing[:10]
 
 
 @pytest.mark.e2e
