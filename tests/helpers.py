@@ -7,6 +7,7 @@ import filecmp
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -141,12 +142,28 @@ def account(expected_ids: Iterable[int], records: list[UserRecord]) -> Delivery:
     return d
 
 
-def wait_for(cond: Callable[[], bool], timeout_s: float, what: str, step_s: float = 0.05) -> None:
+def poll(what: str, check: Callable[[], Any], timeout_s: float = 90.0, step_s: float = 0.05) -> Any:
+    """``check()``'s first truthy value, polled every ``step_s``; TimeoutError naming ``what`` after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    while not cond():
+    while True:
+        got = check()
+        if got:
+            return got
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}")
         time.sleep(step_s)
+
+
+def wait_for(cond: Callable[[], bool], timeout_s: float, what: str, step_s: float = 0.05) -> None:
+    poll(what, cond, timeout_s, step_s)
+
+
+def live_producer(spark: Any, stream: str) -> Any:
+    """The driver JVM's one live producer for ``stream`` (a ProducerSample), or None."""
+    from spark_kinesis_testkit.emulator import producer_snapshot
+
+    live = [p for p in producer_snapshot(spark) if p.source.endswith(f".{stream}")]
+    return live[0] if len(live) == 1 else None
 
 
 def shard_ranges(client: Any, stream: str) -> list[tuple[str, int, int]]:
@@ -177,3 +194,58 @@ def sampled_while(probe: Callable[[], int], action: Callable[[], Any], every_s: 
         stop.set()
         sampler.join(10)
     return samples
+
+
+#: A JVM log line as jvm_log_to_file writes it, and the loggers that are ours (the writer's, the KPL's).
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d [\d:,.]+ (?P<level>[A-Z]+) (?P<logger>\S+): (?P<msg>.*)$")
+OURS = ("io.github.sparkkinesis", "software.amazon.kinesis")
+
+
+def jvm_log_to_file(tmp_path: Path, env: dict[str, str], level: str = "info") -> Path:
+    """Makes the Spark JVM that a probe started with ``env`` write every log line at ``level`` or above into a file
+    (a file appender: PySpark's shell filter holds only the console at WARN); returns the file's path."""
+    jvm_log = tmp_path / "jvm.log"
+    log4j = tmp_path / "log4j2.properties"
+    log4j.write_text(
+        f"rootLogger.level = {level}\nrootLogger.appenderRef.file.ref = file\n"
+        f"appender.file.type = File\nappender.file.name = file\nappender.file.fileName = {jvm_log}\n"
+        "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = %d %p %c: %m%n%ex\n"
+    )
+    env["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options -Dlog4j2.configurationFile={log4j.as_uri()} pyspark-shell"
+    return jvm_log
+
+
+def run_probe(script: str, cfg: dict[str, Any], tmp_path: Path, timeout_s: float) -> tuple[dict[str, str], str]:
+    """Runs ``tests/<script>`` on ``cfg`` (a JSON file: never on the probe's command line), its JVM logging at INFO
+    into a file; fails unless the probe printed DONE. Returns what it said (each line's first word to the rest of the
+    line) and the JVM log."""
+    import subprocess
+    import sys
+
+    config = tmp_path / "probe.json"
+    config.write_text(json.dumps(cfg))
+    env = probe_env()
+    jvm_log = jvm_log_to_file(tmp_path, env)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / script), str(config)],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+    )
+    out = proc.stdout
+    log = jvm_log.read_text() if jvm_log.exists() else ""
+    assert proc.returncode == 0 and "DONE" in out, (out + proc.stderr)[-4000:] + log[-4000:]
+    return {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in out.splitlines() if " " in line}, log
+
+
+def assert_quiet_interruption(log: str, what: str) -> list[Any]:
+    """The stop guard's rules for a write interrupted by ``what``: no ERROR from the writer's loggers or the KPL's,
+    no writer failure, and the interrupted task's writer closed uncommitted. Returns the log's parsed lines."""
+    lines = [m for m in map(LOG_LINE.match, log.splitlines()) if m]
+    assert any(m["logger"].startswith("io.github.sparkkinesis") for m in lines), "the writer's INFO lines are missing"
+    ours = [m.group(0) for m in lines if m["level"] == "ERROR" and m["logger"].startswith(OURS)]
+    assert not ours, f"the writer or the KPL logged an ERROR when {what}: {ours}"
+    assert "KinesisWriteException" not in log, f"{what} surfaced as a writer failure"
+    assert re.search(r"KinesisWriter aborted partition=\d+", log), f"the writer did not close when {what}"
+    return lines

@@ -22,14 +22,14 @@ from typing import Any
 
 import boto3
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
-from helpers import id_of, payload
+from helpers import id_of, live_producer, payload
+from helpers import poll as poll_for
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import (
     FAKE_ACCESS_KEY_ID,
     FAKE_SECRET_ACCESS_KEY,
     REGION,
     loopback_session_builder,
-    producer_snapshot,
     read_stream,
 )
 from spark_kinesis_testkit.faults import FaultFront
@@ -39,20 +39,8 @@ BATCH = "10 minutes"  # longer than the probe: the batch never ends by itself
 LATENCY_MS = 1000
 
 
-def poll(what: str, check: Any, timeout_s: float = 120.0, step_s: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise SystemExit(f"TIMEOUT waiting for {what}")
-        time.sleep(step_s)
-
-
-def producer(spark: Any, stream: str) -> Any:
-    live = [p for p in producer_snapshot(spark) if p.source.endswith(f".{stream}")]
-    return live[0] if len(live) == 1 else None
+def poll(what: str, check: Any, step_s: float = 0.05) -> Any:
+    return poll_for(what, check, timeout_s=120.0, step_s=step_s)  # Kafka, Spark and the KPL share two cores
 
 
 def records(ids: range) -> list[tuple[bytes, bytes]]:
@@ -115,7 +103,7 @@ def main() -> None:
 
         def sample() -> None:
             while not sampling.is_set():
-                p = producer(spark, stream)
+                p = live_producer(spark, stream)
                 samples.append(p.in_flight_records if p else 0)
                 time.sleep(0.005)
 
@@ -146,11 +134,14 @@ def main() -> None:
         # Blocked: Kinesis answers slowly, the limit is full, tasks wait for room; then stopped mid-batch.
         front.add_latency(LATENCY_MS)
         produce(cfg["bootstrap"], cfg["topic"], records(range(n, 2 * n)))
-        cycles = producer(spark, stream).backpressure_cycles
+        cycles = live_producer(spark, stream).backpressure_cycles
         blocked = poll(
             "the writer to block on queue_limit",
             lambda: (
-                (p := producer(spark, stream)) and p.in_flight_records == limit and p.backpressure_cycles > cycles and p
+                (p := live_producer(spark, stream))
+                and p.in_flight_records == limit
+                and p.backpressure_cycles > cycles
+                and p
             ),
         )
         print("BLOCKED", json.dumps(blocked.__dict__), flush=True)
@@ -159,7 +150,7 @@ def main() -> None:
         front.add_latency(0)
         idle = poll(
             "reservations released and no user left",
-            lambda: (p := producer(spark, stream)) and p.in_flight_records == 0 and p.users == 0 and p,
+            lambda: (p := live_producer(spark, stream)) and p.in_flight_records == 0 and p.users == 0 and p,
         )
         print("IDLE", json.dumps(idle.__dict__), flush=True)
 
@@ -169,7 +160,7 @@ def main() -> None:
         print("EXCEPTION", q.exception(), flush=True)
         after = poll(
             "an idle producer",
-            lambda: (p := producer(spark, stream)) and p.in_flight_records == 0 and p.users == 0 and p,
+            lambda: (p := live_producer(spark, stream)) and p.in_flight_records == 0 and p.users == 0 and p,
         )
         print("AFTER", json.dumps(after.__dict__), flush=True)
     spark.stop()

@@ -11,33 +11,17 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
+from helpers import live_producer, poll
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis_testkit.emulator import loopback_session_builder, producer_snapshot
+from spark_kinesis_testkit.emulator import loopback_session_builder
 from spark_kinesis_testkit.faults import FaultFront
 
 LATENCY_MS = 1000
-
-
-def poll(what: str, check: Any, timeout_s: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise SystemExit(f"TIMEOUT waiting for {what}")
-        time.sleep(0.05)
-
-
-def producer(spark: Any, stream: str) -> Any:
-    live = [p for p in producer_snapshot(spark) if p.source.endswith(f".{stream}")]
-    return live[0] if len(live) == 1 else None
 
 
 def tasks(spark: Any) -> list[tuple[int, int, str]]:
@@ -72,7 +56,10 @@ def main() -> None:
         blocked = poll(
             "the writer to block on queue_limit",
             lambda: (
-                (p := producer(spark, cfg["stream"])) and p.in_flight_records == limit and p.backpressure_cycles and p
+                (p := live_producer(spark, cfg["stream"]))
+                and p.in_flight_records == limit
+                and p.backpressure_cycles
+                and p
             ),
         )
         print("BLOCKED", json.dumps(blocked.__dict__), flush=True)
@@ -89,7 +76,7 @@ def main() -> None:
             # Every reservation released, the producer back in the pool with no user: what was in flight completes.
             idle = poll(
                 "reservations released and no user left",
-                lambda: (p := producer(spark, cfg["stream"])) and p.in_flight_records == 0 and p.users == 0 and p,
+                lambda: (p := live_producer(spark, cfg["stream"])) and p.in_flight_records == 0 and p.users == 0 and p,
             )
             print("IDLE", json.dumps(idle.__dict__), flush=True)
             q = start()  # from the checkpoint: the interrupted batch again, then the rest
@@ -98,7 +85,7 @@ def main() -> None:
         print("EXCEPTION", q.exception(), flush=True)
         after = poll(
             "an idle producer",
-            lambda: (p := producer(spark, cfg["stream"])) and p.in_flight_records == 0 and p.users == 0 and p,
+            lambda: (p := live_producer(spark, cfg["stream"])) and p.in_flight_records == 0 and p.users == 0 and p,
         )
         print("AFTER", json.dumps(after.__dict__), flush=True)
     spark.stop()

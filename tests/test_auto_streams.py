@@ -15,7 +15,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import account, attach, entries, payload, probe_env, rows_for, run_available_now, session_jars, write_input
+from helpers import (
+    account,
+    attach,
+    entries,
+    jvm_log_to_file,
+    payload,
+    probe_env,
+    rows_for,
+    run_available_now,
+    session_jars,
+    write_input,
+)
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream
@@ -101,13 +112,6 @@ def test_missing_describe_stream_summary_permission_is_a_warning_naming_it(kines
     aggregated as before), and the log says which permission is missing."""
     with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as front:
         front.deny("DescribeStreamSummary")
-        jvm_log = tmp_path / "jvm.log"
-        log4j = tmp_path / "log4j2.properties"
-        log4j.write_text(
-            "rootLogger.level = warn\nrootLogger.appenderRef.file.ref = file\n"
-            f"appender.file.type = File\nappender.file.name = file\nappender.file.fileName = {jvm_log}\n"
-            "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = %d %p %c: %m%n%ex\n"
-        )
         cfg = {
             "jars": session_jars(),
             "secrets": {},
@@ -118,7 +122,7 @@ def test_missing_describe_stream_summary_permission_is_a_warning_naming_it(kines
         config = tmp_path / "cfg.json"
         config.write_text(json.dumps(cfg))
         env = {**probe_env(), "PYTHONPATH": str(ROOT / "python")}
-        env["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options -Dlog4j2.configurationFile={log4j.as_uri()} pyspark-shell"
+        jvm_log = jvm_log_to_file(tmp_path, env, level="warn")
         out = subprocess.run(
             [sys.executable, str(ROOT / "tests" / "credentials_probe.py"), str(config)],
             capture_output=True,

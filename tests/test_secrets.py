@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import entries, probe_env, rows_for, session_jars, write_input
+from helpers import entries, jvm_log_to_file, probe_env, rows_for, session_jars, write_input
 from spark_kinesis_testkit.emulator import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,16 +40,8 @@ def test_no_secret_in_any_output(kinesis, stream, tmp_path, entry):
     config.write_text(json.dumps(cfg))  # a file: the probe's own command line must not carry the canaries
     env = probe_env()
     env["PYTHONPATH"] = str(ROOT / "python")
-    # Every JVM log line at INFO into a file (a file appender: PySpark's shell filter holds only the
-    # console at WARN). Driver and executor share this JVM in local mode.
-    jvm_log = tmp_path / "jvm.log"
-    log4j = tmp_path / "log4j2.properties"
-    log4j.write_text(
-        "rootLogger.level = info\nrootLogger.appenderRef.file.ref = file\n"
-        f"appender.file.type = File\nappender.file.name = file\nappender.file.fileName = {jvm_log}\n"
-        "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = %d %p %c: %m%n%ex\n"
-    )
-    env["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options -Dlog4j2.configurationFile={log4j.as_uri()} pyspark-shell"
+    # Every JVM log line at INFO into a file. Driver and executor share this JVM in local mode.
+    jvm_log = jvm_log_to_file(tmp_path, env)
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "secrets_probe.py"), str(config)],
         capture_output=True,

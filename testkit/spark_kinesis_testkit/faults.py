@@ -421,17 +421,14 @@ class FaultFront:
 
     async def _describe_stream_summary(self, request: web.Request, body: bytes) -> web.Response:
         """The emulator's answer, with the stream's RecordDistributionStrategy (which it does not know)."""
-        try:
-            status, data, headers = await self._upstream(request, body)
-        except (ClientError, asyncio.TimeoutError) as e:
-            return _error(500, "InternalFailure", f"fault front: upstream failed: {e!r}")
-        self._stats["forwarded"] += 1
-        if status == 200:
+
+        def with_strategy(data: bytes) -> bytes:
             answer = json.loads(data)
             summary = answer["StreamDescriptionSummary"]
             summary["RecordDistributionStrategy"] = self._strategies.get(summary["StreamName"], "USER_PARTITION_KEY")
-            data = json.dumps(answer).encode()
-        return web.Response(status=status, body=data, headers=headers)
+            return json.dumps(answer).encode()
+
+        return await self._forward(request, body, with_strategy)
 
     def _update_strategy(self, raw: bytes) -> web.Response:
         body = _json(raw)
@@ -488,12 +485,17 @@ class FaultFront:
             data = await resp.read()
             return resp.status, data, {k: v for k, v in resp.headers.items() if _passed_back(k)}
 
-    async def _forward(self, request: web.Request, body: bytes) -> web.Response:
+    async def _forward(
+        self, request: web.Request, body: bytes, rewrite: Callable[[bytes], bytes] | None = None
+    ) -> web.Response:
+        """The emulator's answer; ``rewrite`` changes a successful one's body."""
         try:
             status, data, headers = await self._upstream(request, body)
         except (ClientError, asyncio.TimeoutError) as e:
             return _error(500, "InternalFailure", f"fault front: upstream failed: {e!r}")
         self._stats["forwarded"] += 1
+        if status == 200 and rewrite is not None:
+            data = rewrite(data)
         return web.Response(status=status, body=data, headers=headers)
 
     async def _shard_map(self, request: web.Request, body: dict[str, Any]) -> list[_Shard] | None:
