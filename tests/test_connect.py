@@ -4,6 +4,7 @@ process of its own; read back record by record."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
@@ -36,13 +37,18 @@ pytestmark = pytest.mark.skipif(
 
 def run_probe(cfg: dict) -> dict:
     env = probe_env()
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "connect_probe.py"), json.dumps(cfg)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
+    # A local Connect server listens on Spark's port 15002, and make test's two legs run side by side from this
+    # checkout: one probe at a time (a lock both legs see), or the second fails to bind.
+    (ROOT / ".cache").mkdir(exist_ok=True)
+    with open(ROOT / ".cache" / "connect-server.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "connect_probe.py"), json.dumps(cfg)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
     last = next((x for x in reversed(proc.stdout.splitlines()) if x.startswith(("DONE", "FAILED"))), "")
     assert last.startswith("DONE"), f"{last}\n{proc.stdout[-2000:]}\n{proc.stderr[-6000:]}"
     return json.loads(last[5:]) | {"stdout": proc.stdout, "stderr": proc.stderr}
