@@ -12,6 +12,7 @@ while the case's KPL daemon is alive (pooled producers outlive their query).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -53,6 +54,14 @@ def stream(spark: SparkSession, writer: KinesisWriter, n: int, case: dict[str, A
         q.stop()
 
 
+def say(*parts: object) -> None:
+    """One protocol line in one write of at most PIPE_BUF bytes: the Spark JVM writes its log lines into the same pipe,
+    and a line written in pieces can be split by one of them (seen: "CASE<a JVM WARN line> assume_role OK")."""
+    sys.stdout.flush()
+    line = " ".join(map(str, parts)).encode()[:4000].decode("utf-8", "ignore")  # no character cut in two
+    os.write(1, line.encode() + b"\n")
+
+
 def main() -> None:
     cfg = json.loads(Path(sys.argv[1]).read_text())
     spark = loopback_session_builder("local[2]", "credentials-probe", cfg["jars"]).getOrCreate()
@@ -66,14 +75,14 @@ def main() -> None:
                 stream(spark, writer, case["n"], case)
             else:
                 batch(spark, writer, case["n"])
-            print("CASE", case["name"], "OK", f"{time.monotonic() - t0:.1f}", flush=True)
+            say("CASE", case["name"], "OK", f"{time.monotonic() - t0:.1f}")
         except Exception as e:  # the message is what the test checks
             message = " ".join(str(e).split())
-            print("CASE", case["name"], "ERROR", f"{time.monotonic() - t0:.1f}", message[:4000], flush=True)
+            say("CASE", case["name"], "ERROR", f"{time.monotonic() - t0:.1f}", message)
         seen, daemons, leaks = procs.secrets_on_command_lines(cfg["secrets"])
-        print("CMDLINE", case["name"], seen, daemons, ",".join(leaks) or "-", flush=True)
+        say("CMDLINE", case["name"], seen, daemons, ",".join(leaks) or "-")
     spark.stop()
-    print("DONE", flush=True)
+    say("DONE")
 
 
 if __name__ == "__main__":
