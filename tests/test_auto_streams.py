@@ -7,23 +7,18 @@ first record and re-asks every DescribeStreamSummaryIntervalMs.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from helpers import (
     account,
     attach,
     entries,
-    jvm_log_to_file,
     payload,
-    probe_env,
     rows_for,
     run_available_now,
+    run_probe,
     session_jars,
     write_input,
 )
@@ -32,7 +27,6 @@ from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -119,19 +113,9 @@ def test_missing_describe_stream_summary_permission_is_a_warning_naming_it(kines
                 {"name": "denied", "stream": stream, "options": loopback_writer_options(front.endpoint), "n": 500}
             ],
         }
-        config = tmp_path / "cfg.json"
-        config.write_text(json.dumps(cfg))
-        env = {**probe_env(), "PYTHONPATH": str(ROOT / "python")}
-        jvm_log = jvm_log_to_file(tmp_path, env, level="warn")
-        out = subprocess.run(
-            [sys.executable, str(ROOT / "tests" / "credentials_probe.py"), str(config)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-        ).stdout
-    assert "CASE denied OK" in out, out[-3000:]
+        said, log = run_probe("credentials_probe.py", cfg, tmp_path, timeout_s=300)
+    assert said["CASE"].startswith("denied OK"), said
     d = account(range(500), read_stream(kinesis.client(), stream))
     assert d.missing == []
-    warnings = [line for line in jvm_log.read_text().splitlines() if " WARN " in line]
+    warnings = [line for line in log.splitlines() if " WARN " in line]
     assert any("kinesis:DescribeStreamSummary" in line for line in warnings), "\n".join(warnings[-20:])
