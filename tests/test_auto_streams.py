@@ -28,7 +28,6 @@ from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 
 
-
 @pytest.fixture
 def front(kinesis) -> Iterator[FaultFront]:
     with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as f:
