@@ -16,6 +16,9 @@ val projectVersion = {
   v.replaceAll("\\.dev\\d*$", "-SNAPSHOT")
 }
 val kplVersion = "1.1.1"
+// The AWS SDK the bundle carries, every module at one version: the Kinesis client (the writer's own aggregation reads
+// shard maps and RecordDistributionStrategy, which SDKs before 2026-09 do not know) and the KPL's STS and CloudWatch.
+val awsSdkVersion = "2.57.8"
 val gsrVersion = "1.1.24" // the version KPL 1.1.1 declares
 
 val lines = SparkLines.all // project/SparkLines.scala
@@ -75,9 +78,39 @@ lazy val kpl = (project in file("jvm/kpl"))
     Compile / doc / javacOptions := Seq("--release", "8"),
     libraryDependencies ++= Seq(
       ("software.amazon.kinesis" % "amazon-kinesis-producer" % kplVersion % Bundled).excludeAll(kplExclusions: _*),
+      ("software.amazon.awssdk" % "kinesis" % awsSdkVersion % Bundled).excludeAll(kplExclusions: _*),
       ("software.amazon.glue" % "schema-registry-serde" % gsrVersion % Bundled).excludeAll(ExclusionRule("*", "*")),
       ("software.amazon.glue" % "schema-registry-common" % gsrVersion % Bundled).excludeAll(ExclusionRule("*", "*"))
     ),
+    // Every SDK module of the tree at awsSdkVersion (the KPL declares an older one).
+    dependencyOverrides ++= Seq(
+      "annotations",
+      "apache-client",
+      "auth",
+      "aws-core",
+      "aws-query-protocol",
+      "checksums",
+      "checksums-spi",
+      "cloudwatch",
+      "endpoints-spi",
+      "http-auth",
+      "http-auth-aws",
+      "http-auth-aws-eventstream",
+      "http-auth-spi",
+      "http-client-spi",
+      "identity-spi",
+      "json-utils",
+      "metrics-spi",
+      "profiles",
+      "protocol-core",
+      "regions",
+      "retries",
+      "retries-spi",
+      "sdk-core",
+      "sts",
+      "third-party-jackson-core",
+      "utils"
+    ).map(m => "software.amazon.awssdk" % m % awsSdkVersion),
     Compile / resourceGenerators += Def.task {
       legalFiles.value.map { case (src, path) =>
         val out = (Compile / resourceManaged).value / path; IO.copyFile(src, out); out
@@ -117,6 +150,7 @@ lazy val kpl = (project in file("jvm/kpl"))
       ShadeRule.rename("org.apache.commons.io.**" -> "io.github.sparkkinesis.shaded.commons.io.@1").inAll,
       ShadeRule.rename("org.apache.commons.lang3.**" -> "io.github.sparkkinesis.shaded.commons.lang3.@1").inAll,
       ShadeRule.rename("org.apache.http.**" -> "io.github.sparkkinesis.shaded.http.@1").inAll,
+      ShadeRule.rename("org.apache.hc.**" -> "io.github.sparkkinesis.shaded.hc.@1").inAll,
       ShadeRule.rename("org.apache.commons.codec.**" -> "io.github.sparkkinesis.shaded.commons.codec.@1").inAll,
       ShadeRule.rename("org.apache.commons.logging.**" -> "io.github.sparkkinesis.shaded.commons.logging.@1").inAll,
       ShadeRule.rename("org.reactivestreams.**" -> "io.github.sparkkinesis.shaded.reactivestreams.@1").inAll,

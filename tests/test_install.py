@@ -162,7 +162,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 #: The README states the wheel's size; it carries the KPL bundle once, whatever the number of Spark lines.
-WHEEL_MAX_BYTES = 84 * 10**6
+WHEEL_MAX_BYTES = 90 * 10**6
 
 
 @pytest.mark.install

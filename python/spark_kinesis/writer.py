@@ -34,6 +34,7 @@ _OPTIONS: dict[str, _Option] = {
     ),
     "fail_on_error": _Option(bool, None, True),
     "partitioner": _Option(str, ("'random', 'fixed' or 'none'", lambda v: v.lower() in ("random", "fixed", "none"))),
+    "aggregation": _Option(str, ("'writer' or 'kpl'", lambda v: v.lower() in ("writer", "kpl")), "kpl"),
     "flush_timeout_ms": _Option(int, _POSITIVE, 300000),
     "producer_idle_timeout_ms": _Option(int, _POSITIVE, 60000),
     "aws_access_key_id": _Option(str, secret=True),
@@ -82,6 +83,8 @@ class KinesisWriter:
     - ``partitioner`` (str): ``'random'`` or ``'fixed'`` (one key per Spark partition) when rows have
       no ``partitionKey`` column; ``'none'`` for streams whose RecordDistributionStrategy is AUTO: no
       key, or a null one, is needed.
+    - ``aggregation`` (str, default kpl): who packs user records into Kinesis records: ``'writer'``
+      (per shard, before the KPL daemon: far less CPU per record) or ``'kpl'`` (the daemon).
     - ``flush_timeout_ms`` (int, default 300000): how long a task waits for its records at the end.
     - ``producer_idle_timeout_ms`` (int, default 60000): an unused KPL daemon is stopped after this.
     - ``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token`` (str): static credentials;
@@ -106,6 +109,7 @@ class KinesisWriter:
         max_outstanding_bytes: int | None = None,
         fail_on_error: bool | None = None,
         partitioner: str | None = None,
+        aggregation: str | None = None,
         flush_timeout_ms: int | None = None,
         producer_idle_timeout_ms: int | None = None,
         aws_access_key_id: str | None = None,
@@ -134,6 +138,7 @@ class KinesisWriter:
             max_outstanding_bytes=max_outstanding_bytes,
             fail_on_error=fail_on_error,
             partitioner=partitioner,
+            aggregation=aggregation,
             flush_timeout_ms=flush_timeout_ms,
             producer_idle_timeout_ms=producer_idle_timeout_ms,
             aws_access_key_id=aws_access_key_id,

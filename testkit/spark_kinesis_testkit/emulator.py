@@ -323,6 +323,9 @@ class UserRecord:
     arrival_s: float | None = None
 
 
+AGGREGATED_MAGIC = b"\xf3\x89\x9a\xc2"  # the KPL aggregate format's own constant (kpl-notes §6)
+
+
 def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[dict[str, Any]]:
     it = client.get_shard_iterator(StreamName=stream, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
         "ShardIterator"
@@ -341,8 +344,12 @@ def read_stream(client: Any, stream: str, idle_polls: int = 2, shard_aware: bool
 
     ``shard_aware``: keep only the user records of an aggregate whose hash key (explicit, else the MD5 of the
     partition key) lies in the range of the shard it was read from, as the KCL's deaggregation does; it drops the
-    others silently, and so, here, does this reader."""
-    from aws_kinesis_agg.deaggregator import iter_deaggregate_records
+    others silently, and so, here, does this reader.
+
+    aws-kinesis-agg gives a sub-record without an explicit hash key the aggregate's first one (it reads the index
+    without asking whether it is set); the KCL does not. Each sub-record's own is taken from the same protobuf message,
+    parsed with aws-kinesis-agg's class."""
+    from aws_kinesis_agg import deaggregator  # first: it puts its folder on sys.path for its generated modules
 
     out: list[UserRecord] = []
     shards = client.list_shards(StreamName=stream)["Shards"]
@@ -352,14 +359,20 @@ def read_stream(client: Any, stream: str, idle_polls: int = 2, shard_aware: bool
         for raw in _iter_shard(client, stream, sid, idle_polls):
             arrival = raw.get("ApproximateArrivalTimestamp")
             arrival_s = arrival.timestamp() if arrival is not None else None
-            for r in iter_deaggregate_records([raw], data_format="Boto3"):
+            own_ehk: list[bool] = []
+            if raw["Data"][:4] == AGGREGATED_MAGIC:
+                message = deaggregator.messages_pb2.AggregatedRecord()
+                message.ParseFromString(raw["Data"][4:-16])
+                own_ehk = [m.HasField("explicit_hash_key_index") for m in message.records]
+            for i, r in enumerate(deaggregator.iter_deaggregate_records([raw], data_format="Boto3")):
                 k = r["kinesis"]
                 agg = bool(k.get("aggregated"))
-                if agg and shard_aware and not first <= hash_key(k["partitionKey"], k.get("explicitHashKey")) <= last:
+                ehk = k.get("explicitHashKey") if not agg or own_ehk[i] else None
+                if agg and shard_aware and not first <= hash_key(k["partitionKey"], ehk) <= last:
                     continue
                 # aws-kinesis-agg re-encodes sub-record data as base64; pass-through records stay raw.
                 data = base64.b64decode(k["data"]) if agg else k["data"]
-                out.append(UserRecord(k["partitionKey"], bytes(data), sid, k.get("explicitHashKey"), agg, arrival_s))
+                out.append(UserRecord(k["partitionKey"], bytes(data), sid, ehk, agg, arrival_s))
     return out
 
 

@@ -45,10 +45,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import cbor2
 import trustme
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
-from .emulator import hash_key
+from .emulator import AGGREGATED_MAGIC, hash_key
 
 __all__ = ["FaultFront"]
 
@@ -66,7 +67,6 @@ _HOP_BY_HOP = frozenset(
     ).split()
 )
 _ACCOUNT = "000000000000"  # kinesis-mock's account id
-_AGGREGATED_MAGIC = b"\xf3\x89\x9a\xc2"  # the KPL aggregation format's first bytes
 _STRATEGIES = ("USER_PARTITION_KEY", "AUTO")
 
 
@@ -104,7 +104,8 @@ class _Shard:
 
 def _error(status: int, kind: str, message: str) -> web.Response:
     body = json.dumps({"__type": kind, "message": message})
-    return web.Response(status=status, text=body, headers={"Content-Type": _JSON})
+    # The header names the error for a client of either content type (the AWS SDK for Java speaks CBOR).
+    return web.Response(status=status, text=body, headers={"Content-Type": _JSON, "x-amzn-ErrorType": kind})
 
 
 def _record_error(code: str, message: str) -> dict[str, str]:
@@ -422,11 +423,15 @@ class FaultFront:
     async def _describe_stream_summary(self, request: web.Request, body: bytes) -> web.Response:
         """The emulator's answer, with the stream's RecordDistributionStrategy (which it does not know)."""
 
+        cbor = "cbor" in request.headers.get(
+            "Content-Type", ""
+        )  # the AWS SDK for Java's default; boto3 and the KPL: JSON
+
         def with_strategy(data: bytes) -> bytes:
-            answer = json.loads(data)
+            answer = cbor2.loads(data) if cbor else json.loads(data)
             summary = answer["StreamDescriptionSummary"]
             summary["RecordDistributionStrategy"] = self._strategies.get(summary["StreamName"], "USER_PARTITION_KEY")
-            return json.dumps(answer).encode()
+            return cbor2.dumps(answer) if cbor else json.dumps(answer).encode()
 
         return await self._forward(request, body, with_strategy)
 
@@ -443,7 +448,7 @@ class FaultFront:
         body = _json(raw)
         records = body.get("Records", []) if op == "PutRecords" else [body]
         for rec in records:
-            if base64.b64decode(rec.get("Data", ""))[:4] == _AGGREGATED_MAGIC:
+            if base64.b64decode(rec.get("Data", ""))[:4] == AGGREGATED_MAGIC:
                 self._stats["aggregated_on_auto"] += 1
             rec["ExplicitHashKey"] = str(self._rng.getrandbits(128))
             rec.setdefault("PartitionKey", "auto")  # optional on AUTO streams; the emulator needs one

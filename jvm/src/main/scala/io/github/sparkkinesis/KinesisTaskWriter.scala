@@ -1,5 +1,6 @@
 package io.github.sparkkinesis
 
+import java.nio.charset.StandardCharsets
 import java.util.concurrent.{CancellationException, ExecutionException, TimeUnit}
 import java.util.concurrent.atomic.{AtomicLong, AtomicReference, LongAdder}
 
@@ -36,17 +37,23 @@ private[sparkkinesis] final class KinesisTaskWriter(
     val partitionId: Long,
     epochId: Long
 ) {
-  private val producer: SharedProducer = pool.acquire(options.producer, options.label, options.producerIdleTimeoutMs)
+  private val producer: SharedProducer = pool.acquire(
+    options.producer,
+    options.label,
+    options.producerIdleTimeoutMs,
+    options.queueLimit,
+    options.maxOutstandingBytes
+  )
   private[sparkkinesis] val state = new WriterState(options, producer)
   private var closed = false
 
   /** Replaced only by the hot-path benchmark, to measure the writer without its limit check. */
   private[sparkkinesis] var limiter: QueueLimiter = {
-    val m = producer.metrics
     val s = state
+    val m = producer.metrics
     new QueueLimiter(
-      QueueLimiter.reserve(options.queueLimit, options.maxOutstandingBytes, m.inFlightRecords, m.outstandingBytes),
-      producer.latch,
+      producer.bound.tryReserve,
+      producer.bound.latch,
       () => { m.backpressureCycles.inc(); s.cycles += 1 }
     )
   }
@@ -60,39 +67,52 @@ private[sparkkinesis] final class KinesisTaskWriter(
       limiter.await(bytes, () => s.check(), waitedMs => KinesisTaskWriter.warnBlocked(options, waitedMs))
     if (blocked > 0) s.blocked(blocked)
     val start = s.latencyStart()
-    val future =
-      try producer.client.put(record)
-      catch {
-        case e: Throwable =>
-          s.release(bytes)
-          e match {
-            case d: DaemonException =>
-              producer.markBroken()
-              throw new KinesisWriteException(
-                s"The KPL daemon is not running (${d.getMessage}); the task fails and its retry gets a fresh producer.",
-                d
-              )
-            case i: IllegalArgumentException if record.partitionKey == null =>
-              throw new IllegalArgumentException(
-                s"Stream ${record.stream} takes no record without a partitionKey (the KPL reports its " +
-                  "RecordDistributionStrategy as USER_PARTITION_KEY): partitioner='none' is for AUTO streams. Give " +
-                  "every row a partitionKey, or use partitioner='random'.",
-                i
-              )
-            case _ => throw e
-          }
-      }
     s.pending.incrementAndGet()
+    try
+      producer.aggregator match {
+        case Some(a) if record.partitionKey != null =>
+          val key = record.partitionKey.getBytes(StandardCharsets.UTF_8)
+          val hashKey =
+            if (record.explicitHashKey != null) HashKey.ofDecimal(record.explicitHashKey) else HashKey.ofKeyBytes(key)
+          a.add(new Pending(record, s, bytes, start, hashKey, key.length))
+        case _ => KinesisTaskWriter.putAlone(producer.client, record, s, bytes, start)
+      }
+    catch {
+      case e: Throwable =>
+        s.pending.decrementAndGet()
+        s.release(bytes)
+        throw translate(record, e)
+    }
     s.written += 1
     s.writtenBytes += bytes
-    future.addListener(new RecordCallback(future, s, bytes, start), MoreExecutors.directExecutor())
+  }
+
+  private def translate(record: KinesisRecord, e: Throwable): Throwable = e match {
+    case d: DaemonException =>
+      producer.markBroken()
+      new KinesisWriteException(
+        s"The KPL daemon is not running (${d.getMessage}); the task fails and its retry gets a fresh producer.",
+        d
+      )
+    case i: IllegalArgumentException if record.partitionKey == null =>
+      new IllegalArgumentException(
+        s"Stream ${record.stream} takes no record without a partitionKey (the KPL reports its " +
+          "RecordDistributionStrategy as USER_PARTITION_KEY): partitioner='none' is for AUTO streams. Give " +
+          "every row a partitionKey, or use partitioner='random'.",
+        i
+      )
+    case _ => e
   }
 
   /** Returns once every record this task wrote is confirmed; throws the first failure otherwise. */
   def commit(): Unit = {
     state.check()
+    // This task's records may wait in aggregates shared with other tasks; records re-sent after a reshard wait there
+    // again, so each step of the wait seals them too.
+    val flushOwn: () => Unit = producer.aggregator.fold(() => ())(a => () => a.flushFor(state))
+    flushOwn()
     producer.client.flush()
-    state.awaitDrained(options.flushTimeoutMs)
+    state.awaitDrained(options.flushTimeoutMs, flushOwn)
     state.check()
   }
 
@@ -110,6 +130,12 @@ private[sparkkinesis] final class KinesisTaskWriter(
 
 private[sparkkinesis] object KinesisTaskWriter {
   val log = LoggerFactory.getLogger(classOf[KinesisTaskWriter])
+
+  /** Puts one user record as it is (the KPL may still aggregate it); its completion is counted for `state`. */
+  def putAlone(client: ProducerClient, record: KinesisRecord, state: WriterState, bytes: Int, start: Long): Unit = {
+    val future = client.put(record)
+    future.addListener(new RecordCallback(future, state, bytes, start), MoreExecutors.directExecutor())
+  }
 
   private def warnBlocked(options: KinesisWriterOptions, waitedMs: Long): Unit =
     RateLimitedLog.warn(
@@ -131,10 +157,13 @@ private[sparkkinesis] final class RecordCallback(
     startNanos: Long
 ) extends Runnable {
   def run(): Unit =
-    try state.succeeded(Futures.getDone(future), bytes, startNanos)
-    catch {
-      case e: ExecutionException    => state.failed(e.getCause, bytes)
-      case e: CancellationException => state.failed(e, bytes)
+    try {
+      val result = Futures.getDone(future)
+      state.latency(startNanos)
+      state.succeeded(result, 1, bytes.toLong)
+    } catch {
+      case e: ExecutionException    => state.failed(e.getCause, 1, bytes.toLong)
+      case e: CancellationException => state.failed(e, 1, bytes.toLong)
     }
 }
 
@@ -143,9 +172,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   import KinesisTaskWriter.log
 
   private val metrics = producer.metrics
-  private val latch = producer.latch
-  private val resumeRecords = QueueLimiter.resumeAt(options.queueLimit.toLong)
-  private val resumeBytes = QueueLimiter.resumeAt(options.maxOutstandingBytes)
+  private val bound = producer.bound
   val pending = new AtomicLong()
   val sent = new LongAdder()
   val failedCount = new LongAdder()
@@ -165,29 +192,33 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     if (puts % ProducerMetrics.LatencySampleEvery == 1) System.nanoTime() else 0L
   }
 
+  /** Records a confirmed record's latency, if it was sampled. */
+  def latency(startNanos: Long): Unit =
+    if (startNanos != 0L) metrics.putLatency.update((System.nanoTime() - startNanos) / 1000000L)
+
   def blocked(nanos: Long): Unit = {
     blockedNanos += nanos
     metrics.backpressureWaitTime.update(nanos, TimeUnit.NANOSECONDS)
   }
 
-  def succeeded(result: UserRecordResult, bytes: Int, startNanos: Long): Unit = {
-    metrics.recordsSent.inc()
-    metrics.bytesSent.inc(bytes.toLong)
-    sent.increment()
-    bytesSent.add(bytes.toLong)
+  /** `n` records of this task (`bytes` in all) confirmed by one Kinesis record: alone, or one aggregate. */
+  def succeeded(result: UserRecordResult, n: Int, bytes: Long): Unit = {
+    metrics.recordsSent.inc(n.toLong)
+    metrics.bytesSent.inc(bytes)
+    sent.add(n.toLong)
+    bytesSent.add(bytes)
     val attempts = result.getAttempts.size
-    if (attempts > 1) metrics.retries.inc(attempts - 1L)
-    if (startNanos != 0L) metrics.putLatency.update((System.nanoTime() - startNanos) / 1000000L)
-    done(bytes)
+    if (attempts > 1) metrics.retries.inc((attempts - 1L) * n)
+    done(n, bytes)
   }
 
-  def failed(t: Throwable, bytes: Int): Unit = {
-    metrics.recordsFailed.inc()
-    failedCount.increment()
-    failedBytes.add(bytes.toLong)
+  def failed(t: Throwable, n: Int, bytes: Long): Unit = {
+    metrics.recordsFailed.inc(n.toLong)
+    failedCount.add(n.toLong)
+    failedBytes.add(bytes)
     t match {
       case e: UserRecordFailedException =>
-        if (e.getResult != null) metrics.retries.inc(math.max(0, e.getResult.getAttempts.size - 1).toLong)
+        if (e.getResult != null) metrics.retries.inc(math.max(0, e.getResult.getAttempts.size - 1).toLong * n)
       case _: FutureTimedOutException =>
       case _                          =>
         // Anything else means the daemon failed (the KPL fails every pending record, then restarts
@@ -202,23 +233,19 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
         "record-failed",
         s"${described.getMessage} (fail_on_error=false: the record is dropped and counted; ${failedCount.sum} so far in this task)"
       )
-    done(bytes)
+    done(n, bytes)
   }
 
-  /** Wakes waiters once a batch of room is free (QueueLimiter.resumeAt), when this task's last record is in (its commit
-    * waits for that), or when a record failed (a blocked write rethrows it).
+  /** Gives the room back (the bound wakes writers once a batch of it is free) and wakes this task's commit when its
+    * last record is in, or a blocked write when a record failed.
     */
-  private def done(bytes: Int): Unit = {
-    val room = release(bytes)
-    if (pending.decrementAndGet() == 0 || room || firstError.get != null) latch.trigger()
+  private def done(n: Int, bytes: Long): Unit = {
+    bound.release(n, bytes)
+    if (pending.addAndGet(-n.toLong) == 0 || firstError.get != null) bound.latch.trigger()
   }
 
-  /** Gives back the room a record reserved under the limits; true when both bounds are back at their resume mark. */
-  def release(bytes: Int): Boolean = {
-    val records = metrics.inFlightRecords.decrementAndGet()
-    val outstanding = metrics.outstandingBytes.addAndGet(-bytes.toLong)
-    records <= resumeRecords && outstanding <= resumeBytes
-  }
+  /** Gives back the room of a record whose put threw. */
+  def release(bytes: Int): Unit = bound.release(1, bytes.toLong)
 
   /** Rethrows the first async failure (fail_on_error), wrapped so the stack shows the caller. */
   def check(): Unit = {
@@ -227,7 +254,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   }
 
   /** Waits until every record this task put has completed; fails with the count still pending. */
-  def awaitDrained(timeoutMs: Long): Unit = {
+  def awaitDrained(timeoutMs: Long, onStep: () => Unit = () => ()): Unit = {
     val deadline = System.nanoTime() + timeoutMs * 1000000L
     while (pending.get > 0) {
       check()
@@ -237,7 +264,8 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
             s"flush_timeout_ms=$timeoutMs; failing the task so the epoch is retried. Raise flush_timeout_ms or check the endpoint.",
           null
         )
-      latch.await(QueueLimiter.StepMs)
+      bound.latch.await(QueueLimiter.StepMs)
+      onStep()
     }
   }
 

@@ -35,6 +35,19 @@ private[sparkkinesis] object Partitioner {
   val all: Seq[Partitioner] = Seq(Random, Fixed, NoKey)
 }
 
+/** Who builds the aggregates: the writer, per shard before the daemon (one record per aggregate reaches the daemon), or
+  * the KPL daemon from the user records it gets one by one.
+  */
+private[sparkkinesis] sealed abstract class Aggregation(val name: String) extends Serializable
+private[sparkkinesis] object Aggregation {
+  case object Writer extends Aggregation("writer")
+  case object Kpl extends Aggregation("kpl")
+  val all: Seq[Aggregation] = Seq(Writer, Kpl)
+
+  /** The daemon's RecordMaxBufferedTime when the writer aggregates (at most the user's). */
+  val DaemonBufferMs = 1L
+}
+
 /** The KPL endpoint: always TLS, a bare host and a port. */
 private[sparkkinesis] final case class Endpoint(host: String, port: Int) {
   override def toString: String = s"https://$host:$port"
@@ -45,21 +58,44 @@ private[sparkkinesis] final case class ProducerConfig(
     region: Option[String],
     endpoint: Option[Endpoint],
     credentials: Credentials,
-    kpl: SortedMap[String, String]
+    kpl: SortedMap[String, String],
+    aggregation: Aggregation = Aggregation.Kpl
 ) {
 
-  /** The final KPL settings: writer defaults, then the user's, then region and endpoint. */
+  /** The final KPL settings as the user sees them: writer defaults, then the user's, then region and endpoint. */
   def kplSettings: Map[String, String] =
     KplSettings.writerDefaults ++ kpl ++ region.map("Region" -> _) ++ endpoint.toSeq.flatMap { e =>
       Seq("KinesisEndpoint" -> e.host, "KinesisPort" -> e.port.toString)
     }
+
+  /** Whether the writer builds the aggregates (aggregation='writer', unless the user turned aggregation off). */
+  def aggregatesInWriter: Boolean =
+    aggregation == Aggregation.Writer && kplSettings.get("AggregationEnabled").forall(_.trim.toBoolean)
+
+  /** What the daemon is started with. When the writer aggregates, the daemon gets one record per aggregate: its own
+    * aggregation stays on with one record each (so it still predicts each aggregate's shard, rate-limits that shard and
+    * re-sends what lands elsewhere, kpl-notes §8) and it waits at most [[Aggregation.DaemonBufferMs]] to collect them
+    * into a PutRecords, as the writer's linger already took the user's RecordMaxBufferedTime.
+    */
+  def daemonSettings: Map[String, String] = {
+    val s = kplSettings
+    if (!aggregatesInWriter) s
+    else
+      s ++ Map(
+        "AggregationEnabled" -> "true",
+        "AggregationMaxCount" -> "1",
+        "RecordMaxBufferedTime" -> math
+          .min(Aggregation.DaemonBufferMs, s.get("RecordMaxBufferedTime").map(_.trim.toLong).getOrElse(100L))
+          .toString
+      )
+  }
 
   override def toString: String = {
     val shownKpl = kpl.map { case (k, v) =>
       if (KplSettings.byName.get(k).exists(_.secret)) k -> Redact.secret else k -> v
     }
     s"ProducerConfig(region=${region.getOrElse("<default>")}, endpoint=${endpoint.getOrElse("<default>")}, " +
-      s"credentials=$credentials, kpl=${shownKpl.map { case (k, v) => s"$k=$v" }.mkString("{", ", ", "}")})"
+      s"credentials=$credentials, aggregation=${aggregation.name}, kpl=${shownKpl.map { case (k, v) => s"$k=$v" }.mkString("{", ", ", "}")})"
   }
 }
 
@@ -105,6 +141,7 @@ private[sparkkinesis] object KinesisWriterOptions {
   val MaxOutstandingBytes = "max_outstanding_bytes"
   val FailOnError = "fail_on_error"
   val PartitionerKey = "partitioner"
+  val AggregationKey = "aggregation"
   val FlushTimeoutMs = "flush_timeout_ms"
   val ProducerIdleTimeoutMs = "producer_idle_timeout_ms"
   val AccessKeyId = "aws_access_key_id"
@@ -144,6 +181,7 @@ private[sparkkinesis] object KinesisWriterOptions {
     OptionSpec(MaxOutstandingBytes, "long", Some(DefaultMaxOutstandingBytes.toString)),
     OptionSpec(FailOnError, "boolean", Some("true")),
     OptionSpec(PartitionerKey, "string"), // the partitionKey column is required
+    OptionSpec(AggregationKey, "string", Some(Aggregation.Kpl.name)),
     OptionSpec(FlushTimeoutMs, "long", Some(DefaultFlushTimeoutMs.toString)),
     OptionSpec(ProducerIdleTimeoutMs, "long", Some(DefaultProducerIdleTimeoutMs.toString)),
     OptionSpec(AccessKeyId, "string", secret = true), // none: the default credentials chain
@@ -215,7 +253,14 @@ private[sparkkinesis] object KinesisWriterOptions {
           "without a password (a source-address rule, or a local forwarding proxy that adds the credentials), with " +
           "kpl.ProxyHost and kpl.ProxyPort."
       )
-    val producer = ProducerConfig(region, endpoint, parseCredentials(str), kpl)
+    val aggregation = str(AggregationKey)
+      .map { v =>
+        Aggregation.all
+          .find(_.name.equalsIgnoreCase(v))
+          .getOrElse(throw Parse.bad(AggregationKey, v, Aggregation.all.map(a => s"'${a.name}'").mkString(" or ")))
+      }
+      .getOrElse(Aggregation.Kpl)
+    val producer = ProducerConfig(region, endpoint, parseCredentials(str), kpl, aggregation)
     KplSettings.validate(producer.kplSettings)
 
     KinesisWriterOptions(

@@ -39,11 +39,11 @@ private[sparkkinesis] object Probes {
           p.sourceName,
           p.outstanding,
           m.backpressureCycles.getCount,
-          m.outstandingBytes.get,
+          p.bound.bytes.get,
           m.recordsSent.getCount,
           m.recordsFailed.getCount,
           m.bytesSent.getCount,
-          m.inFlightRecords.get,
+          p.bound.records.get,
           ProducerPool.default.users(p)
         ).mkString(",")
       }

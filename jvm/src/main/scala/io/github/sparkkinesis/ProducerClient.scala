@@ -14,15 +14,20 @@ private[sparkkinesis] trait ProducerClient {
 
   /** The KPL daemon's own statistics, by our metric names (a blocking call: never on the hot path). */
   def daemonMetrics(): Map[String, Double] = Map.empty
+
+  /** Reads stream layouts with this producer's endpoint, region and credentials (for aggregation in the writer). */
+  def streamMetadata(): StreamMetadata
 }
 
 /** The real KPL: one native daemon. */
 private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) extends ProducerClient {
 
   /** The KPL producer itself (the benchmarks' bare loop drives the same configured producer). */
+  private val credentials = new ReportingCredentials(config.credentials.provider(config.region), config.credentials)
+
   private[sparkkinesis] val kpl: KinesisProducer = {
-    val c = KplSettings.applyTo(new software.amazon.kinesis.producer.KinesisProducerConfiguration(), config.kplSettings)
-    val credentials = new ReportingCredentials(config.credentials.provider(config.region), config.credentials)
+    val c =
+      KplSettings.applyTo(new software.amazon.kinesis.producer.KinesisProducerConfiguration(), config.daemonSettings)
     c.setCredentialsProvider(credentials) // also the metrics credentials: the KPL falls back to it
     val producer = new KinesisProducer(c)
     try credentials.awaitFirst(KplProducerClient.CredentialsTimeoutMs)
@@ -35,6 +40,7 @@ private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) exte
   def outstandingRecords: Long = kpl.getOutstandingRecordsCount.toLong
   def flush(): Unit = kpl.flush()
   def destroy(): Unit = kpl.destroy()
+  def streamMetadata(): StreamMetadata = new SdkStreamMetadata(config, credentials)
 
   override def daemonMetrics(): Map[String, Double] = {
     val all = kpl.getMetrics(60).asScala.toSeq

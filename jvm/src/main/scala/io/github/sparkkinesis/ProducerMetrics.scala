@@ -1,7 +1,5 @@
 package io.github.sparkkinesis
 
-import java.util.concurrent.atomic.AtomicLong
-
 import com.codahale.metrics.{Counter, Gauge, Histogram, MetricRegistry, Timer}
 
 /** One producer's metrics (Codahale), reported through Spark's metrics system as the source `kinesisProducer.<stream>`.
@@ -9,7 +7,7 @@ import com.codahale.metrics.{Counter, Gauge, Histogram, MetricRegistry, Timer}
   * histogram is sampled (1 in [[ProducerMetrics.LatencySampleEvery]]) and the KPL daemon's own metrics are polled off
   * the hot path by the pool's reaper thread.
   */
-private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long) {
+private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long, bound: RecordBound) {
   import ProducerMetrics._
 
   val registry = new MetricRegistry
@@ -20,13 +18,14 @@ private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long
   val retries: Counter = registry.counter(Retries)
   val backpressureWaitTime: Timer = registry.timer(BackpressureWaitTime)
   val putLatency: Histogram = registry.histogram(PutLatency)
-  // Records and payload bytes put by writers and not yet completed: what queue_limit and max_outstanding_bytes bound
-  // (reserved before the put, released by the completion). The KPL's own outstanding count, reported below, also
-  // holds the pool's pending getMetrics request, so it can read one higher.
-  val inFlightRecords = new AtomicLong()
-  val outstandingBytes = new AtomicLong()
+  val aggregatesSent: Counter = registry.counter(AggregatesSent)
+  val recordsPerAggregate: Histogram = registry.histogram(RecordsPerAggregate)
+  val misplacedAggregates: Counter = registry.counter(MisplacedAggregates)
+  val resentRecords: Counter = registry.counter(ResentRecords)
+  // The KPL's own outstanding count (Kinesis records: aggregates count once) also holds the pool's pending getMetrics
+  // request, so it can read one higher; the bound's counts are what queue_limit and max_outstanding_bytes limit.
   registry.register(OutstandingRecordsCount, gauge(outstandingRecords()))
-  registry.register(OutstandingBytes, gauge(outstandingBytes.get))
+  registry.register(OutstandingBytes, gauge(bound.bytes.get))
 
   @volatile private var daemon: Map[String, Double] = Map.empty
   DaemonMetrics.foreach { case (name, _) => registry.register(name, gauge(daemon.getOrElse(name, Double.NaN))) }
@@ -48,6 +47,10 @@ private[sparkkinesis] object ProducerMetrics {
   val BackpressureWaitTime = "backpressureWaitTime"
   val PutLatency = "putLatency"
   val Retries = "retries"
+  val AggregatesSent = "aggregatesSent"
+  val RecordsPerAggregate = "recordsPerAggregate"
+  val MisplacedAggregates = "misplacedAggregates"
+  val ResentRecords = "resentRecords"
   val LatencySampleEvery = 16
 
   /** Our name -> (KPL metric name, statistic). Means over the KPL's last minute. */
@@ -69,6 +72,10 @@ private[sparkkinesis] object ProducerMetrics {
     OutstandingBytes,
     BackpressureWaitTime,
     PutLatency,
-    Retries
+    Retries,
+    AggregatesSent,
+    RecordsPerAggregate,
+    MisplacedAggregates,
+    ResentRecords
   ) ++ DaemonMetrics.map(_._1)
 }

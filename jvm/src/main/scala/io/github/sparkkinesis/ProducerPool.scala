@@ -7,7 +7,10 @@ import scala.collection.mutable
 
 import org.slf4j.LoggerFactory
 
-/** One KPL per distinct [[ProducerConfig]], shared by the tasks of an executor JVM. */
+/** One KPL daemon, shared by the tasks of an executor JVM whose writers have the same [[ProducerPool.Key]]: stream
+  * label, KPL config and bound. It owns what those writers share: the bound, the metrics and, when the writer
+  * aggregates, the aggregates being filled.
+  */
 private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
     val id: Int,
     val key: ProducerPool.Key,
@@ -17,9 +20,24 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
 ) {
   def config: ProducerConfig = key.config
 
-  /** Woken by every KPL callback of this producer; writers blocked on the queue limit wait on it. */
-  val latch = new TimeoutLatch
-  val metrics = new ProducerMetrics(() => client.outstandingRecords)
+  val bound = new RecordBound(key.queueLimit, key.maxOutstandingBytes)
+  val metrics = new ProducerMetrics(() => client.outstandingRecords, bound)
+
+  val aggregator: Option[WriterAggregator] =
+    if (!config.aggregatesInWriter) None
+    else
+      Some(
+        new WriterAggregator(
+          client,
+          client.streamMetadata(),
+          AggregationSettings.of(config.kplSettings),
+          config.kplSettings.get("DescribeStreamSummaryIntervalMs").map(_.trim.toLong).getOrElse(300000L),
+          metrics,
+          () => markBroken(),
+          p => KinesisTaskWriter.putAlone(client, p.record, p.state, p.bytes, p.startNanos),
+          id.toString
+        )
+      )
 
   @volatile private[sparkkinesis] var broken = false
   private[sparkkinesis] var refs = 0
@@ -48,8 +66,14 @@ private[sparkkinesis] final class ProducerPool(
   private val retired = mutable.Set.empty[SharedProducer]
   private val ids = new AtomicInteger()
 
-  def acquire(config: ProducerConfig, label: String, idleTimeoutMs: Long): SharedProducer = synchronized {
-    val key = ProducerPool.Key(label, config)
+  def acquire(
+      config: ProducerConfig,
+      label: String,
+      idleTimeoutMs: Long,
+      queueLimit: Int = KinesisWriterOptions.DefaultQueueLimit,
+      maxOutstandingBytes: Long = KinesisWriterOptions.DefaultMaxOutstandingBytes
+  ): SharedProducer = synchronized {
+    val key = ProducerPool.Key(label, config, queueLimit, maxOutstandingBytes)
     producers.get(key) match {
       case Some(p) if !p.broken =>
         p.refs += 1
@@ -111,8 +135,10 @@ private[sparkkinesis] final class ProducerPool(
     producers.get(p.key).filter(_ eq p).foreach(_ => producers.remove(p.key))
     retired -= p
     log.info(s"Closing KPL producer #${p.id} (${if (p.broken) "broken" else "idle"})")
-    try p.unregister()
-    finally
+    try {
+      p.unregister()
+      p.aggregator.foreach(_.close())
+    } finally
       try p.client.destroy()
       catch { case scala.util.control.NonFatal(e) => log.warn(s"Destroying KPL producer #${p.id} failed", e) }
   }
@@ -120,8 +146,10 @@ private[sparkkinesis] final class ProducerPool(
 
 private[sparkkinesis] object ProducerPool {
 
-  /** Writers with the same stream label and KPL config share a daemon. */
-  final case class Key(label: String, config: ProducerConfig)
+  /** What a producer is shared by: writers with the same stream label, KPL config and bound share a daemon (so each
+    * writer's `queue_limit` and `max_outstanding_bytes` hold as set).
+    */
+  final case class Key(label: String, config: ProducerConfig, queueLimit: Int, maxOutstandingBytes: Long)
 
   val DaemonMetricsEverySeconds = 10L
 

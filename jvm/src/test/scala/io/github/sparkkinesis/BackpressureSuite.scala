@@ -123,18 +123,19 @@ class BackpressureSuite extends AnyFunSuite {
     writer.process(TestWriters.row("k", "123456")) // 6 bytes
     writer.process(TestWriters.row("k", "1234")) // 10 bytes outstanding now: exactly the bound
     val m = fakes.pool.live.head.metrics
-    assert(m.outstandingBytes.get == 10 && m.inFlightRecords.get == 2)
+    val b = fakes.pool.live.head.bound
+    assert(b.bytes.get == 10 && b.records.get == 2)
     val third = new Thread(() => writer.process(TestWriters.row("k", "x")))
     third.start()
     eventually(10000)(m.backpressureCycles.getCount > 0)
     assert(third.isAlive && producer.sent.size == 2, "blocked by bytes, not by the record count")
-    assert(m.outstandingBytes.get == 10, "a blocked record reserves nothing")
+    assert(b.bytes.get == 10, "a blocked record reserves nothing")
     producer.succeed(1) // 4 bytes left: room for 1 more
     third.join(10000)
-    assert(!third.isAlive && producer.sent.size == 3 && m.outstandingBytes.get == 5)
+    assert(!third.isAlive && producer.sent.size == 3 && b.bytes.get == 5)
     producer.succeed(2)
     writer.close(null)
-    assert(m.outstandingBytes.get == 0 && m.inFlightRecords.get == 0)
+    assert(b.bytes.get == 0 && b.records.get == 0)
   }
 
   // FLINK-9374's testBackpressure: with queue_limit=1, the first record goes straight out, the
@@ -187,12 +188,12 @@ class BackpressureSuite extends AnyFunSuite {
     blocked.start()
     eventually(10000)(shared.metrics.backpressureCycles.getCount > 0 && blocked.getState == Thread.State.TIMED_WAITING)
     producer.succeed(1) // 63 in flight: above the resume mark (62)
-    assert(shared.latch.wakeups == 0, "one record's room must not wake the blocked writer")
+    assert(shared.bound.latch.wakeups == 0, "one record's room must not wake the blocked writer")
     producer.succeed(1) // 62: the mark; the writer is woken (or finds the room at its next 100 ms step)
     blocked.join(10000)
-    assert(!blocked.isAlive && producer.sent.size == 66 && shared.metrics.inFlightRecords.get == 64)
+    assert(!blocked.isAlive && producer.sent.size == 66 && shared.bound.records.get == 64)
     producer.succeed(64)
     writer.close(null)
-    assert(shared.metrics.inFlightRecords.get == 0)
+    assert(shared.bound.records.get == 0)
   }
 }

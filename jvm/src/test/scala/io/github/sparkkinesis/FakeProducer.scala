@@ -23,6 +23,22 @@ final class FakeProducer extends ProducerClient {
     f
   }
   def outstandingRecords: Long = inFlight.size.toLong
+
+  /** What the writer's own aggregation reads: one stream of `shards` equal shards unless a test sets another. */
+  @volatile var metadata: StreamMetadata = new FakeMetadata(FakeMetadata.even(2))
+  def streamMetadata(): StreamMetadata = metadata
+
+  /** Completes every outstanding record in the shard of `layout` that holds its hash key. */
+  def succeedAllIn(layout: StreamLayout): Unit = succeedAll { r =>
+    layout.shards.shards(layout.shards.indexOf(HashKey.of(r.partitionKey, r.explicitHashKey))).id
+  }
+
+  /** Completes every outstanding record, each in the shard `shardOf` names. */
+  def succeedAll(shardOf: KinesisRecord => String): Unit = while (!inFlight.isEmpty) {
+    Option(inFlight.poll()).foreach { case (r, f) =>
+      f.set(new UserRecordResult(List(new Attempt(0, 5, null, null, true)).asJava, "1", shardOf(r), true))
+    }
+  }
   def flush(): Unit = flushes += 1
   def destroy(): Unit = destroyed = true
 
@@ -48,6 +64,28 @@ final class FakeProducer extends ProducerClient {
   def failOne(code: String, message: String): Unit = Option(inFlight.poll()).foreach { case (_, f) =>
     val result = new UserRecordResult(List(new Attempt(0, 5, message, code, false)).asJava, null, null, false)
     f.setException(new UserRecordFailedException(result, null))
+  }
+}
+
+/** Stream layouts a test controls; counts reads. */
+final class FakeMetadata(@volatile var current: StreamLayout) extends StreamMetadata {
+  @volatile var reads = 0
+  def layout(stream: String): StreamLayout = { reads += 1; current }
+}
+
+object FakeMetadata {
+
+  /** `n` shards splitting the hash-key space evenly, ids shardId-<n>-<i> (a reshard gives new ids, as Kinesis does). */
+  def even(n: Int, auto: Boolean = false): StreamLayout = {
+    val space = java.math.BigInteger.ONE.shiftLeft(128)
+    val step = space.divide(java.math.BigInteger.valueOf(n.toLong))
+    val shards = (0 until n).map { i =>
+      val start = step.multiply(java.math.BigInteger.valueOf(i.toLong))
+      val end =
+        if (i == n - 1) space.subtract(java.math.BigInteger.ONE) else start.add(step).subtract(java.math.BigInteger.ONE)
+      ShardRange(s"shardId-$n-$i", start, end)
+    }
+    StreamLayout(auto, ShardMap(shards))
   }
 }
 

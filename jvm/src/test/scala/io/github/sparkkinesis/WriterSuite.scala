@@ -103,8 +103,8 @@ class WriterSuite extends AnyFunSuite {
     w.open(0, 0)
     fakes.last.failPutWith = Some(new IllegalArgumentException("rejected by the KPL"))
     intercept[IllegalArgumentException](w.process(row("a", "12345")))
-    val m = fakes.pool.live.head.metrics
-    assert(m.inFlightRecords.get == 0 && m.outstandingBytes.get == 0)
+    val b = fakes.pool.live.head.bound
+    assert(b.records.get == 0 && b.bytes.get == 0)
     fakes.last.failPutWith = None
     w.process(row("a", "1")) // would block forever at queue_limit=1 had the failed put kept its room
     fakes.last.succeed(1)
@@ -116,14 +116,15 @@ class WriterSuite extends AnyFunSuite {
     val w = writer(fakes, Map("fail_on_error" -> "false"))
     w.open(0, 0)
     val m = fakes.pool.live.head.metrics
+    val b = fakes.pool.live.head.bound
     w.process(row("a", "12345"))
     w.process(row("b", "123"))
     w.process(row("c", "1"))
-    assert(m.outstandingBytes.get == 9)
+    assert(b.bytes.get == 9)
     fakes.last.succeed(2)
     fakes.last.failOne("InternalFailure", "boom")
     assert(m.recordsSent.getCount == 2 && m.bytesSent.getCount == 8 && m.recordsFailed.getCount == 1)
-    assert(m.outstandingBytes.get == 0)
+    assert(b.bytes.get == 0)
     assert(m.putLatency.getCount == 1, "latency is sampled: 1 in 16 records, starting with the first")
     w.close(null)
   }

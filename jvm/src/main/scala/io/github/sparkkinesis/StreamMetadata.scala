@@ -1,0 +1,136 @@
+package io.github.sparkkinesis
+
+import java.math.BigInteger
+import java.net.URI
+import java.time.Duration
+
+import org.slf4j.LoggerFactory
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
+import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
+import software.amazon.awssdk.http.SdkHttpConfigurationOption
+import software.amazon.awssdk.http.apache5.{Apache5HttpClient, ProxyConfiguration}
+import software.amazon.awssdk.regions.Region
+import software.amazon.awssdk.services.kinesis.KinesisClient
+import software.amazon.awssdk.services.kinesis.model.{
+  DescribeStreamSummaryRequest,
+  KinesisException,
+  ListShardsRequest,
+  RecordDistributionStrategy,
+  ShardFilter,
+  ShardFilterType
+}
+import software.amazon.awssdk.utils.AttributeMap
+
+import io.github.sparkkinesis.compat.CollectionConverters._
+
+/** What the writer's own aggregation needs to know of a stream: whether Kinesis places its records itself (AUTO: no
+  * aggregates there, KCL consumers drop them) and its open shards.
+  */
+private[sparkkinesis] final case class StreamLayout(auto: Boolean, shards: ShardMap)
+
+/** Reads stream layouts; unit tests substitute a fake. */
+private[sparkkinesis] trait StreamMetadata {
+
+  /** The stream's layout now; throws when `ListShards` fails (the caller sends records alone meanwhile). */
+  def layout(stream: String): StreamLayout
+  def close(): Unit = ()
+}
+
+/** `ListShards` (paged) and `DescribeStreamSummary` through the AWS SDK's Kinesis client, with the writer's endpoint,
+  * region, credentials (the same provider instance the KPL uses) and TLS and proxy settings.
+  */
+private[sparkkinesis] final class SdkStreamMetadata(config: ProducerConfig, credentials: AwsCredentialsProvider)
+    extends StreamMetadata {
+  import SdkStreamMetadata._
+
+  private val settings = config.kplSettings
+
+  private val client: KinesisClient = {
+    val verify = settings.get("VerifyCertificate").forall(_.trim.toBoolean)
+    val http = Apache5HttpClient.builder()
+    settings.get("ProxyHost").foreach { host =>
+      val port = settings.get("ProxyPort").map(_.trim).getOrElse("443")
+      http.proxyConfiguration(
+        ProxyConfiguration.builder().endpoint(URI.create(s"http://$host:$port")).useSystemPropertyValues(false).build()
+      )
+    }
+    val timeoutMs = settings.get("RequestTimeout").map(_.trim.toLong).getOrElse(6000L)
+    val b = KinesisClient
+      .builder()
+      .credentialsProvider(credentials)
+      .httpClient(
+        http.buildWithDefaults(
+          AttributeMap
+            .builder()
+            .put(SdkHttpConfigurationOption.TRUST_ALL_CERTIFICATES, java.lang.Boolean.valueOf(!verify))
+            .build()
+        )
+      )
+      .overrideConfiguration(
+        ClientOverrideConfiguration.builder().apiCallAttemptTimeout(Duration.ofMillis(timeoutMs)).build()
+      )
+    settings.get("Region").foreach(r => b.region(Region.of(r.trim)))
+    for (host <- settings.get("KinesisEndpoint"); port = settings.get("KinesisPort").map(_.trim).getOrElse("443"))
+      b.endpointOverride(URI.create(s"https://${host.trim}:$port"))
+    b.build()
+  }
+
+  def layout(stream: String): StreamLayout = StreamLayout(isAuto(stream), shardMap(stream))
+
+  private def shardMap(stream: String): ShardMap = {
+    val open = Seq.newBuilder[ShardRange]
+    var token: String = null
+    var first = true
+    while (first || token != null) {
+      val req =
+        if (first)
+          ListShardsRequest
+            .builder()
+            .streamName(stream)
+            .shardFilter(ShardFilter.builder().`type`(ShardFilterType.AT_LATEST).build())
+        else ListShardsRequest.builder().nextToken(token)
+      val page = client.listShards(req.build())
+      page.shards().asScala.foreach { s =>
+        // Emulators may ignore the filter: a closed shard has an ending sequence number.
+        if (s.sequenceNumberRange() == null || s.sequenceNumberRange().endingSequenceNumber() == null)
+          open += ShardRange(
+            s.shardId(),
+            new BigInteger(s.hashKeyRange().startingHashKey()),
+            new BigInteger(s.hashKeyRange().endingHashKey())
+          )
+      }
+      token = page.nextToken()
+      first = false
+    }
+    val map = ShardMap(open.result())
+    if (map.size == 0) throw new IllegalStateException(s"ListShards of stream $stream returned no open shard")
+    map
+  }
+
+  /** AUTO only when `DescribeStreamSummary` says so. Without the permission, the stream is taken as partitioned by key
+    * (the KPL's own fallback), with a WARN naming the permission.
+    */
+  private def isAuto(stream: String): Boolean =
+    try {
+      val s = client.describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(stream).build())
+      s.streamDescriptionSummary().recordDistributionStrategy() == RecordDistributionStrategy.AUTO
+    } catch {
+      case e: KinesisException
+          if e.statusCode() == 400 && e.awsErrorDetails() != null &&
+            e.awsErrorDetails().errorCode() == "AccessDeniedException" =>
+        RateLimitedLog.warn(
+          log,
+          s"dss-denied-$stream",
+          s"DescribeStreamSummary of stream $stream was denied (${e.awsErrorDetails().errorMessage()}): the writer " +
+            "cannot tell whether the stream's RecordDistributionStrategy is AUTO and aggregates as for " +
+            "USER_PARTITION_KEY. Grant kinesis:DescribeStreamSummary on the stream (docs/configuration.md, IAM)."
+        )
+        false
+    }
+
+  override def close(): Unit = client.close()
+}
+
+private[sparkkinesis] object SdkStreamMetadata {
+  private val log = LoggerFactory.getLogger(classOf[SdkStreamMetadata])
+}

@@ -1,0 +1,461 @@
+package io.github.sparkkinesis
+
+import java.nio.ByteBuffer
+import java.security.MessageDigest
+import java.util.concurrent.{
+  ConcurrentHashMap,
+  DelayQueue,
+  Delayed,
+  ExecutionException,
+  Executors,
+  ThreadFactory,
+  TimeUnit
+}
+import java.util.concurrent.atomic.AtomicBoolean
+
+import scala.collection.mutable.ArrayBuffer
+
+import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableFuture, MoreExecutors}
+import io.github.sparkkinesis.shaded.protobuf.{CodedOutputStream, UnsafeByteOperations}
+import org.slf4j.LoggerFactory
+import software.amazon.kinesis.producer.{DaemonException, UserRecordResult}
+import software.amazon.kinesis.producer.protobuf.Messages
+
+/** A user record from `write` until its confirmation, while the writer aggregates it: what completing it needs, and
+  * where it sits in its aggregate (its indices into the aggregate's key tables).
+  */
+private[sparkkinesis] final class Pending(
+    val record: KinesisRecord,
+    val state: WriterState,
+    val bytes: Int,
+    val startNanos: Long,
+    val key: HashKey,
+    val keyBytes: Int
+) {
+  private[sparkkinesis] var keyIndex = 0
+  private[sparkkinesis] var hashKeyIndex = -1
+}
+
+/** The user's aggregation settings, applied by the writer (the daemon then gets one record per aggregate). */
+private[sparkkinesis] final case class AggregationSettings(maxSize: Long, maxCount: Long, lingerMs: Long)
+
+private[sparkkinesis] object AggregationSettings {
+
+  /** From the KPL settings the user gave (the KPL's defaults where none). */
+  def of(kpl: Map[String, String]): AggregationSettings = AggregationSettings(
+    kpl.get("AggregationMaxSize").map(_.trim.toLong).getOrElse(51200L),
+    kpl.get("AggregationMaxCount").map(_.trim.toLong).getOrElse(4294967295L),
+    kpl.get("RecordMaxBufferedTime").map(_.trim.toLong).getOrElse(100L)
+  )
+}
+
+/** A sealed aggregate: its user records, the shard it was built for, and its bytes in the KPL's aggregated format. */
+private[sparkkinesis] final class Aggregate(
+    val stream: String,
+    val shard: ShardRange,
+    val entries: Array[Pending],
+    val encoded: Array[Byte]
+) {
+  def records: Int = entries.length
+  def bytes: Long = entries.iterator.map(_.bytes.toLong).sum
+}
+
+private[sparkkinesis] object Aggregate {
+
+  /** The KPL's aggregated-record magic (kpl-notes §6): the format's own constant, ahead of the protobuf and its MD5. */
+  val Magic: Array[Byte] = Array(0xf3, 0x89, 0x9a, 0xc2).map(_.toByte)
+  val FrameBytes: Int = Magic.length + 16
+
+  private val md5 = new ThreadLocal[MessageDigest] {
+    override def initialValue(): MessageDigest = MessageDigest.getInstance("MD5")
+  }
+
+  /** Serializes `entries` with the KPL's own protobuf classes: magic, `AggregatedRecord`, MD5 of the protobuf. */
+  def encode(entries: Array[Pending], keys: Seq[String], hashKeys: Seq[String]): Array[Byte] = {
+    val b = Messages.AggregatedRecord.newBuilder()
+    keys.foreach(b.addPartitionKeyTable)
+    hashKeys.foreach(b.addExplicitHashKeyTable)
+    entries.foreach { e =>
+      val d = e.record.data
+      val data =
+        if (d.hasArray) UnsafeByteOperations.unsafeWrap(d.array(), d.arrayOffset() + d.position(), d.remaining())
+        else UnsafeByteOperations.unsafeWrap(d.duplicate())
+      val r = Messages.Record.newBuilder().setPartitionKeyIndex(e.keyIndex.toLong).setData(data)
+      if (e.hashKeyIndex >= 0) r.setExplicitHashKeyIndex(e.hashKeyIndex.toLong)
+      b.addRecords(r)
+    }
+    val message = b.build()
+    val n = message.getSerializedSize
+    val out = new Array[Byte](FrameBytes + n)
+    System.arraycopy(Magic, 0, out, 0, Magic.length)
+    val coded = CodedOutputStream.newInstance(out, Magic.length, n)
+    message.writeTo(coded)
+    coded.checkNoSpaceLeft()
+    val digest = md5.get
+    digest.update(out, Magic.length, n)
+    digest.digest(out, Magic.length + n, 16)
+    out
+  }
+
+  private def varint(v: Long): Int = CodedOutputStream.computeUInt64SizeNoTag(v)
+
+  /** The bytes a string of `n` UTF-8 bytes adds to a key table. */
+  def tableEntryBytes(n: Int): Int = 1 + varint(n.toLong) + n
+
+  /** The bytes one record adds, given its key indices (`hashKeyIndex` -1: none) and data size. */
+  def recordBytes(keyIndex: Int, hashKeyIndex: Int, dataBytes: Int): Int = {
+    val inner = 1 + varint(keyIndex.toLong) + (if (hashKeyIndex >= 0) 1 + varint(hashKeyIndex.toLong) else 0) +
+      1 + varint(dataBytes.toLong) + dataBytes
+    1 + varint(inner.toLong) + inner
+  }
+}
+
+/** The records waiting for one shard of one stream, sealed into an aggregate by size, count or linger. */
+private[sparkkinesis] final class ShardBuffer(
+    val stream: String,
+    val shard: ShardRange,
+    settings: AggregationSettings
+) {
+  private var entries = new ArrayBuffer[Pending]()
+  private var keys = new java.util.LinkedHashMap[String, Integer]()
+  private var hashKeys = new java.util.LinkedHashMap[String, Integer]()
+  private var size = Aggregate.FrameBytes.toLong
+  private var states = new ArrayBuffer[WriterState](4)
+  private var firstKeyBytes = 0
+
+  /** Bumped by every seal, so a linger ticket for an aggregate sealed meanwhile does nothing. */
+  private[sparkkinesis] var generation = 0L
+
+  /** Whether `p` alone (as the only record of an aggregate) fits `AggregationMaxSize`. */
+  def fitsAlone(p: Pending): Boolean = sizeWith(p, fresh = true) + p.keyBytes <= settings.maxSize
+
+  private def sizeWith(p: Pending, fresh: Boolean): Long = {
+    val key = p.record.partitionKey
+    val hk = p.record.explicitHashKey
+    val knownKey = !fresh && keys.containsKey(key)
+    val knownHk = hk == null || (!fresh && hashKeys.containsKey(hk))
+    val keyIndex = if (knownKey) keys.get(key).intValue else if (fresh) 0 else keys.size
+    val hkIndex = if (hk == null) -1 else if (knownHk) hashKeys.get(hk).intValue else if (fresh) 0 else hashKeys.size
+    (if (fresh) Aggregate.FrameBytes.toLong else size) +
+      (if (knownKey) 0 else Aggregate.tableEntryBytes(p.keyBytes)) +
+      (if (knownHk) 0 else Aggregate.tableEntryBytes(hk.length)) +
+      Aggregate.recordBytes(keyIndex, hkIndex, p.bytes)
+  }
+
+  /** Adds `p` (the caller checked [[fitsAlone]]); returns the aggregates this sealed (the one `p` did not fit in, and
+    * `p`'s own when it reached `AggregationMaxCount`) and whether the buffer went from empty to holding `p` (it then
+    * needs a linger ticket). Called under this buffer's lock.
+    */
+  def add(p: Pending, out: ArrayBuffer[Aggregate]): Boolean = {
+    if (entries.nonEmpty && sizeWith(p, fresh = false) + firstKeyBytes > settings.maxSize) out += seal()
+    val opened = entries.isEmpty
+    val key = p.record.partitionKey
+    val existing = keys.get(key)
+    if (existing == null) {
+      p.keyIndex = keys.size
+      size += Aggregate.tableEntryBytes(p.keyBytes)
+      keys.put(key, p.keyIndex)
+    } else p.keyIndex = existing.intValue
+    val hk = p.record.explicitHashKey
+    if (hk != null) {
+      val h = hashKeys.get(hk)
+      if (h == null) {
+        p.hashKeyIndex = hashKeys.size
+        size += Aggregate.tableEntryBytes(hk.length)
+        hashKeys.put(hk, p.hashKeyIndex)
+      } else p.hashKeyIndex = h.intValue
+    } else p.hashKeyIndex = -1
+    size += Aggregate.recordBytes(p.keyIndex, p.hashKeyIndex, p.bytes)
+    if (opened) firstKeyBytes = p.keyBytes
+    entries += p
+    if (states.isEmpty || !(states.last eq p.state) && !states.exists(_ eq p.state)) states += p.state
+    if (entries.length >= settings.maxCount) out += seal()
+    opened
+  }
+
+  def isEmpty: Boolean = entries.isEmpty
+
+  def holds(s: WriterState): Boolean = states.exists(_ eq s)
+
+  /** Takes the buffered records out as one aggregate, encoded. Called under this buffer's lock. */
+  def seal(): Aggregate = {
+    import io.github.sparkkinesis.compat.CollectionConverters._
+    val taken = entries.toArray
+    val a = new Aggregate(
+      stream,
+      shard,
+      taken,
+      Aggregate.encode(taken, keys.keySet.asScala.toSeq, hashKeys.keySet.asScala.toSeq)
+    )
+    entries = new ArrayBuffer[Pending](math.max(16, a.entries.length))
+    keys = new java.util.LinkedHashMap[String, Integer]()
+    hashKeys = new java.util.LinkedHashMap[String, Integer]()
+    states = new ArrayBuffer[WriterState](4)
+    size = Aggregate.FrameBytes.toLong
+    generation += 1
+    a
+  }
+}
+
+/** A stream as the aggregator knows it: its layout (null until first read, or while it cannot be read) and one buffer
+  * per open shard of that layout.
+  */
+private[sparkkinesis] final class StreamState(val name: String) {
+  @volatile var layout: StreamLayout = _
+  @volatile var buffers: Array[ShardBuffer] = Array.empty
+  @volatile var checkedAtNanos = 0L
+  @volatile var retryAtNanos = 0L
+  @volatile var backoffMs = WriterAggregator.FirstBackoffMs
+  val refreshing = new AtomicBoolean()
+}
+
+/** Aggregation in the writer, before the KPL daemon (one per [[SharedProducer]] whose writers aggregate): per stream
+  * and open shard, a buffer shared by every task of the JVM writing through that producer. Each record goes to the
+  * shard whose hash-key range holds its explicit hash key or its partition key's MD5, from the stream's shard map
+  * (`ListShards`). A buffer is sealed into one KPL-format aggregate by `AggregationMaxSize`, `AggregationMaxCount`, a
+  * linger of `RecordMaxBufferedTime` from its first record, or a commit of a task with records in it; the aggregate
+  * goes to the KPL as one record whose explicit hash key (its first record's) lies in that shard, so the daemon
+  * predicts, rate-limits, collects and retries it as it would its own.
+  *
+  * Placement is verified: an aggregate confirmed in another shard than the one it was built for (a split or merge raced
+  * the map) refreshes the map and re-sends its records that lie outside the shard it landed in (a KCL consumer drops
+  * those; duplicates are allowed, loss never). Streams whose RecordDistributionStrategy is AUTO get no aggregates, nor
+  * do records without a partition key, records too big for an aggregate, and streams whose map cannot be read yet:
+  * those go alone, through `sendAlone`.
+  *
+  * User records keep their room under the [[RecordBound]] until their aggregate is confirmed.
+  */
+private[sparkkinesis] final class WriterAggregator(
+    client: ProducerClient,
+    metadata: StreamMetadata,
+    val settings: AggregationSettings,
+    strategyCheckIntervalMs: Long,
+    metrics: ProducerMetrics,
+    markBroken: () => Unit,
+    sendAlone: Pending => Unit,
+    name: String
+) {
+  import WriterAggregator._
+
+  private val streams = new ConcurrentHashMap[String, StreamState]()
+  private val lingering = new DelayQueue[LingerTicket]()
+  @volatile private var closed = false
+
+  private val lingerThread = daemonThread(s"spark-kinesis-linger-$name") {
+    while (!closed) {
+      try {
+        val t = lingering.poll(1, TimeUnit.SECONDS)
+        if (t != null) sealAndSend(t.buffer, b => b.generation == t.generation && !b.isEmpty)
+      } catch {
+        case _: InterruptedException        => ()
+        case scala.util.control.NonFatal(e) => log.warn(s"Sealing a lingering aggregate failed ($name)", e)
+      }
+    }
+  }
+  lingerThread.start()
+
+  /** Map reads after the first, and re-sends: off the writers' and the KPL's callback threads. */
+  private val background = Executors.newSingleThreadExecutor(new ThreadFactory {
+    def newThread(r: Runnable): Thread = {
+      val t = new Thread(r, s"spark-kinesis-shard-map-$name"); t.setDaemon(true); t
+    }
+  })
+
+  /** Takes `p` into an aggregate, or sends it alone (see the class comment). Runs on the writer's thread; the first
+    * record of a stream reads its map there.
+    */
+  def add(p: Pending): Unit = {
+    if (p.record.partitionKey == null) return sendAlone(p)
+    val s = stream(p.record.stream)
+    val layout = s.layout
+    if (layout == null || layout.auto) return sendAlone(p)
+    if (System.nanoTime() - s.checkedAtNanos > strategyCheckIntervalMs * 1000000L) refreshLater(s)
+    val i = layout.shards.indexOf(p.key)
+    val buffers = s.buffers
+    if (i < 0 || i >= buffers.length) { refreshLater(s); return sendAlone(p) }
+    val buffer = buffers(i)
+    if (!buffer.fitsAlone(p)) return sendAlone(p)
+    val done = new ArrayBuffer[Aggregate](1)
+    buffer.synchronized {
+      if (buffer.add(p, done)) lingering.put(new LingerTicket(buffer, buffer.generation, settings.lingerMs))
+      done.foreach(send)
+    }
+  }
+
+  /** Seals and sends every buffer holding a record of `state` (its commit waits for them). */
+  def flushFor(state: WriterState): Unit =
+    streams.values.forEach(s => s.buffers.foreach(b => sealAndSend(b, x => !x.isEmpty && x.holds(state))))
+
+  def close(): Unit = {
+    closed = true
+    lingerThread.interrupt()
+    background.shutdownNow()
+    try metadata.close()
+    catch { case scala.util.control.NonFatal(e) => log.debug("Closing the shard-map client failed", e) }
+  }
+
+  private def sealAndSend(b: ShardBuffer, when: ShardBuffer => Boolean): Unit = b.synchronized {
+    if (when(b)) send(b.seal())
+  }
+
+  /** Hands `a` to the KPL; called under its buffer's lock, so a shard's aggregates reach the daemon in order. */
+  private def send(a: Aggregate): Unit = {
+    val first = a.entries(0)
+    val record = KinesisRecord(a.stream, first.record.partitionKey, first.key.toString, ByteBuffer.wrap(a.encoded))
+    val future =
+      try client.put(record)
+      catch {
+        case e: Throwable =>
+          if (e.isInstanceOf[DaemonException]) markBroken()
+          complete(a, Left(e))
+          return
+      }
+    metrics.aggregatesSent.inc()
+    metrics.recordsPerAggregate.update(a.records)
+    future.addListener(new AggregateCallback(future, a, this), MoreExecutors.directExecutor())
+  }
+
+  /** The KPL's answer for `a`: complete its records, or re-send those a KCL consumer would drop. */
+  private[sparkkinesis] def completed(a: Aggregate, result: Either[Throwable, UserRecordResult]): Unit = result match {
+    case Right(r) if r.getShardId != null && r.getShardId != a.shard.id =>
+      metrics.misplacedAggregates.inc()
+      background.execute(() => misplaced(a, r))
+    case other => complete(a, other)
+  }
+
+  private def complete(a: Aggregate, result: Either[Throwable, UserRecordResult]): Unit =
+    WriterAggregator.complete(a.entries, result)
+
+  /** `a` landed in `r.getShardId`: read the map again; its records whose hash key that shard holds are delivered, the
+    * others are routed again (counted as re-sent).
+    */
+  private def misplaced(a: Aggregate, r: UserRecordResult): Unit = {
+    val s = stream(a.stream)
+    read(s)
+    val layout = s.layout
+    val (kept, again) =
+      if (layout == null) (Array.empty[Pending], a.entries)
+      else a.entries.partition(e => layout.shards.contains(r.getShardId, e.key))
+    if (kept.nonEmpty) WriterAggregator.complete(kept, Right(r))
+    if (again.nonEmpty) {
+      metrics.resentRecords.inc(again.length.toLong)
+      log.info(
+        s"An aggregate of ${a.records} records for shard ${a.shard.id} of stream ${a.stream} landed in " +
+          s"${r.getShardId} (the stream was resharded): ${again.length} of its records are sent again."
+      )
+      again.foreach { p =>
+        try add(p)
+        catch { case scala.util.control.NonFatal(e) => WriterAggregator.complete(Array(p), Left(e)) }
+      }
+    }
+  }
+
+  private def stream(name: String): StreamState = {
+    val s = streams.computeIfAbsent(name, n => new StreamState(n))
+    if (s.layout == null && System.nanoTime() >= s.retryAtNanos) s.synchronized {
+      if (s.layout == null && System.nanoTime() >= s.retryAtNanos) read(s)
+    }
+    s
+  }
+
+  private def refreshLater(s: StreamState): Unit =
+    if (s.refreshing.compareAndSet(false, true))
+      background.execute { () =>
+        try read(s)
+        finally s.refreshing.set(false)
+      }
+
+  /** Reads `s`'s layout now; on failure keeps the last one (or none: records go alone) and retries after a backoff. */
+  private def read(s: StreamState): Unit = s.synchronized {
+    val previous = s.buffers
+    try {
+      val layout = metadata.layout(s.name)
+      val old = s.layout
+      if (old == null || old.auto != layout.auto || old.shards.shards != layout.shards.shards) {
+        s.buffers = layout.shards.shards.map(sh => new ShardBuffer(s.name, sh, settings)).toArray
+        s.layout = layout
+        // Records already waiting in the old map's buffers go now; their placement is checked as any other's.
+        previous.foreach(b => sealAndSend(b, !_.isEmpty))
+        log.info(
+          s"Stream ${s.name}: ${layout.shards.size} open shards" +
+            (if (layout.auto) ", RecordDistributionStrategy AUTO: records go alone, not aggregated" else "")
+        )
+      }
+      s.checkedAtNanos = System.nanoTime()
+      s.backoffMs = FirstBackoffMs
+    } catch {
+      case scala.util.control.NonFatal(e) =>
+        s.retryAtNanos = System.nanoTime() + s.backoffMs * 1000000L
+        s.checkedAtNanos = System.nanoTime()
+        RateLimitedLog.warn(
+          log,
+          s"shard-map-${s.name}",
+          s"Reading the shards of stream ${s.name} failed (${e.getClass.getSimpleName}: ${e.getMessage}); its " +
+            s"records go to the KPL one by one until it succeeds (next try in ${s.backoffMs} ms). The writer's " +
+            "credentials need kinesis:ListShards and kinesis:DescribeStreamSummary (docs/configuration.md, IAM)."
+        )
+        s.backoffMs = math.min(MaxBackoffMs, s.backoffMs * 3 / 2)
+    }
+  }
+}
+
+private[sparkkinesis] object WriterAggregator {
+  private val log = LoggerFactory.getLogger(classOf[WriterAggregator])
+  val FirstBackoffMs = 1000L
+  val MaxBackoffMs = 30000L
+
+  /** Completes user records that travelled together, task by task (runs of one task's records are one update). */
+  def complete(entries: Array[Pending], result: Either[Throwable, UserRecordResult]): Unit = {
+    var i = 0
+    while (i < entries.length) {
+      val s = entries(i).state
+      var n = 0
+      var bytes = 0L
+      var j = i
+      while (j < entries.length && (entries(j).state eq s)) {
+        val e = entries(j)
+        bytes += e.bytes
+        n += 1
+        if (result.isRight) s.latency(e.startNanos)
+        j += 1
+      }
+      result match {
+        case Right(r) => s.succeeded(r, n, bytes)
+        case Left(t)  => s.failed(t, n, bytes)
+      }
+      i = j
+    }
+  }
+
+  private def daemonThread(name: String)(body: => Unit): Thread = {
+    val t = new Thread(() => body, name)
+    t.setDaemon(true)
+    t
+  }
+}
+
+/** When a buffer's linger ends: `lingerMs` after its first record. */
+private[sparkkinesis] final class LingerTicket(val buffer: ShardBuffer, val generation: Long, lingerMs: Long)
+    extends Delayed {
+  private val at = System.nanoTime() + lingerMs * 1000000L
+  def getDelay(unit: TimeUnit): Long = unit.convert(at - System.nanoTime(), TimeUnit.NANOSECONDS)
+  def compareTo(o: Delayed): Int =
+    java.lang.Long.compare(getDelay(TimeUnit.NANOSECONDS), o.getDelay(TimeUnit.NANOSECONDS))
+}
+
+/** Completion of one aggregate, on the KPL's callback thread. */
+private[sparkkinesis] final class AggregateCallback(
+    future: ListenableFuture[UserRecordResult],
+    aggregate: Aggregate,
+    aggregator: WriterAggregator
+) extends Runnable {
+  def run(): Unit = {
+    val result =
+      try Right(Futures.getDone(future))
+      catch {
+        case e: ExecutionException => Left(e.getCause)
+        case e: Throwable          => Left(e)
+      }
+    aggregator.completed(aggregate, result)
+  }
+}

@@ -1,0 +1,180 @@
+package io.github.sparkkinesis
+
+import java.math.BigInteger
+import java.nio.charset.StandardCharsets
+import java.security.MessageDigest
+
+import org.scalatest.funsuite.AnyFunSuite
+import software.amazon.kinesis.producer.protobuf.Messages
+
+import io.github.sparkkinesis.compat.CollectionConverters._
+
+class AggregationSuite extends AnyFunSuite {
+  import TestWriters._
+
+  private def md5(key: String): BigInteger =
+    new BigInteger(1, MessageDigest.getInstance("MD5").digest(key.getBytes(StandardCharsets.UTF_8)))
+
+  /** The user records inside an aggregate, read with the KPL's own classes after checking magic and MD5. */
+  private def decode(bytes: Array[Byte]): (Seq[String], Seq[String], Seq[(Int, Int, String)]) = {
+    assert(bytes.take(4).sameElements(Aggregate.Magic), "not an aggregate")
+    val body = bytes.slice(4, bytes.length - 16)
+    assert(MessageDigest.getInstance("MD5").digest(body).sameElements(bytes.takeRight(16)), "MD5 mismatch")
+    val a = Messages.AggregatedRecord.parseFrom(body)
+    val records = a.getRecordsList.asScala.toSeq.map { r =>
+      val hk = if (r.hasExplicitHashKeyIndex) r.getExplicitHashKeyIndex.toInt else -1
+      (r.getPartitionKeyIndex.toInt, hk, r.getData.toStringUtf8)
+    }
+    (a.getPartitionKeyTableList.asScala.toSeq, a.getExplicitHashKeyTableList.asScala.toSeq, records)
+  }
+
+  private def writerAgg(fakes: FakePool, extra: Map[String, String] = Map.empty) =
+    writer(fakes, Map("aggregation" -> "writer") ++ extra)
+
+  test("hash keys: a partition key's MD5 as an unsigned 128-bit number; the shard whose range holds it") {
+    for (k <- Seq("a", "b", "partition-7", "ü-key")) assert(HashKey.ofPartitionKey(k).toBigInteger == md5(k))
+    val big = BigInteger.ONE.shiftLeft(128).subtract(BigInteger.ONE)
+    assert(
+      HashKey.ofDecimal(big.toString).toBigInteger == big && HashKey.ofDecimal("0").toBigInteger == BigInteger.ZERO
+    )
+    val map = FakeMetadata.even(4).shards
+    val quarter = BigInteger.ONE.shiftLeft(126)
+    assert(map.indexOf(HashKey.ofBigInteger(BigInteger.ZERO)) == 0)
+    assert(map.indexOf(HashKey.ofBigInteger(quarter.subtract(BigInteger.ONE))) == 0)
+    assert(map.indexOf(HashKey.ofBigInteger(quarter)) == 1)
+    assert(map.indexOf(HashKey.ofBigInteger(big)) == 3)
+    val gap =
+      ShardMap(Seq(ShardRange("a", BigInteger.ZERO, BigInteger.TEN), ShardRange("b", BigInteger.valueOf(20), big)))
+    assert(gap.indexOf(HashKey.ofBigInteger(BigInteger.valueOf(15))) == -1, "a key no open shard holds")
+  }
+
+  test("aggregates: the KPL's format, every record in the shard its key names, within AggregationMaxSize") {
+    val fakes = new FakePool
+    val w = writerAgg(fakes, Map("kpl.AggregationMaxSize" -> "2000", "kpl.RecordMaxBufferedTime" -> "60000"))
+    w.open(0, 0)
+    val p = fakes.last
+    val keys = (0 until 300).map(i => s"key-${i % 40}")
+    keys.zipWithIndex.foreach { case (k, i) => w.process(row(k, s"payload-$i")) }
+    val closer = new Thread(() => w.close(null))
+    closer.start()
+    eventually(closer.getState == Thread.State.TIMED_WAITING || !closer.isAlive)
+    val sent = p.sent.asScala.toSeq
+    val map = FakeMetadata.even(2).shards
+    val seen = sent.flatMap { r =>
+      val bytes = new Array[Byte](r.data.remaining()); r.data.duplicate().get(bytes)
+      assert(bytes.length + r.partitionKey.length <= 2000, s"an aggregate of ${bytes.length} bytes")
+      val shard = map.indexOf(HashKey.ofDecimal(r.explicitHashKey))
+      val (pks, ehks, records) = decode(bytes)
+      assert(ehks.isEmpty)
+      assert(r.partitionKey == pks(records.head._1), "the Kinesis record's key is its first record's")
+      records.map { case (pk, _, data) =>
+        assert(map.indexOf(HashKey.ofPartitionKey(pks(pk))) == shard, s"${pks(pk)} outside its aggregate's shard")
+        (pks(pk), data)
+      }
+    }
+    assert(sent.size < 300 / 5, s"${sent.size} Kinesis records for 300 user records")
+    assert(seen.map(_._2).sorted == keys.indices.map(i => s"payload-$i").sorted, "every record exactly once")
+    // per key, records keep their order
+    keys.distinct.foreach { k =>
+      val order = seen.filter(_._1 == k).map(_._2.stripPrefix("payload-").toInt)
+      assert(order == order.sorted, s"records of key $k out of order")
+    }
+    assert(closer.isAlive, "the commit waits for the aggregates' confirmation")
+    p.succeedAllIn(FakeMetadata.even(2))
+    closer.join(10000)
+    val shared = fakes.pool.live.head
+    assert(!closer.isAlive && shared.bound.records.get == 0 && shared.bound.bytes.get == 0)
+    assert(shared.metrics.recordsSent.getCount == 300 && shared.metrics.aggregatesSent.getCount == sent.size)
+  }
+
+  test("the linger seals an aggregate RecordMaxBufferedTime after its first record, without a commit") {
+    val fakes = new FakePool
+    val w = writerAgg(fakes, Map("kpl.RecordMaxBufferedTime" -> "50"))
+    w.open(0, 0)
+    w.process(row("a", "1"))
+    assert(fakes.last.sent.isEmpty)
+    eventually(fakes.last.sent.size == 1)
+    fakes.last.succeedAllIn(FakeMetadata.even(2))
+    w.close(null)
+  }
+
+  test("AggregationMaxCount seals; a record too big for an aggregate goes alone; AUTO streams get no aggregates") {
+    val fakes = new FakePool
+    val w = writerAgg(fakes, Map("kpl.AggregationMaxCount" -> "3", "kpl.AggregationMaxSize" -> "200"))
+    w.open(0, 0)
+    val p = fakes.last
+    (1 to 3).foreach(i => w.process(row("same", s"$i")))
+    assert(p.sent.size == 1, "three records of one shard: one aggregate at AggregationMaxCount=3")
+    w.process(row("big", "x" * 300))
+    assert(p.sent.size == 2 && p.sent.asScala.last.data.remaining() == 300, "alone, as it is")
+    p.succeedAllIn(FakeMetadata.even(2))
+    w.close(null)
+
+    val auto = new FakePool
+    val a = writerAgg(auto)
+    a.open(0, 0)
+    auto.last.metadata.asInstanceOf[FakeMetadata].current =
+      FakeMetadata.even(2, auto = true) // read on the first record
+    (1 to 5).foreach(i => a.process(row(s"k$i", s"$i")))
+    assert(auto.last.sent.size == 5 && auto.last.sent.asScala.forall(r => r.explicitHashKey == null))
+    auto.last.succeedAllIn(FakeMetadata.even(2))
+    a.close(null)
+  }
+
+  test("an aggregate confirmed in another shard: its records outside that shard are sent again, none lost") {
+    val fakes = new FakePool
+    val w = writerAgg(fakes, Map("kpl.RecordMaxBufferedTime" -> "60000"))
+    w.open(0, 0)
+    val p = fakes.last
+    val meta = p.metadata.asInstanceOf[FakeMetadata]
+    val keys = (0 until 40).map(i => s"k$i")
+    keys.foreach(k => w.process(row(k, k)))
+    val closer = new Thread(() => w.close(null))
+    closer.start()
+    eventually(p.sent.size == 2) // one aggregate per shard
+    // The stream split into four: each two-shard aggregate lands in the first half of its old range.
+    meta.current = FakeMetadata.even(4)
+    val four = meta.current.shards
+    p.succeedAllIn(meta.current)
+    val m = fakes.pool.live.head.metrics
+    // Each aggregate lands in the quarter of its first record's key (its explicit hash key).
+    val two = FakeMetadata.even(2).shards
+    val outside = (0 until 2)
+      .map(j => keys.filter(k => two.indexOf(HashKey.ofPartitionKey(k)) == j))
+      .map { ks =>
+        val landing = four.indexOf(HashKey.ofPartitionKey(ks.head))
+        ks.count(k => four.indexOf(HashKey.ofPartitionKey(k)) != landing)
+      }
+      .sum
+    assert(outside > 0)
+    eventually(m.resentRecords.getCount == outside) // exactly those outside the shard they landed in
+    assert(closer.isAlive, "re-sent records are not confirmed yet")
+    eventually(p.outstandingRecords > 0)
+    // the re-sent records go out under the new map (the commit seals them at once, or the linger does)
+    eventually {
+      p.succeedAllIn(meta.current)
+      !closer.isAlive
+    }
+    assert(m.recordsSent.getCount == 40 && m.misplacedAggregates.getCount == 2)
+  }
+
+  test("writers with different queue_limit or max_outstanding_bytes on one stream get their own producer and bound") {
+    val fakes = new FakePool
+    val a = writer(fakes, Map("queue_limit" -> "5"))
+    val b = writer(fakes, Map("queue_limit" -> "6"))
+    a.open(0, 0)
+    b.open(1, 0)
+    assert(fakes.created.size == 2)
+    assert(fakes.pool.live.map(_.bound.queueLimit).sorted == Seq(5, 6))
+    a.close(null)
+    b.close(null)
+  }
+
+  private def eventually(cond: => Boolean)(implicit pos: org.scalactic.source.Position): Unit = {
+    val deadline = System.nanoTime() + 10000L * 1000000L
+    while (!cond) {
+      assert(System.nanoTime() < deadline, s"condition at line ${pos.lineNumber} not met within 10 s")
+      Thread.sleep(5)
+    }
+  }
+}
