@@ -18,11 +18,12 @@ def verify(
     b: backends.Backend, stream: str, rows: int, reps: int, warm_rows: int, payload: int, keyed: bool = True
 ) -> dict[str, Any]:
     """Every measured id (0..rows-1) came back ``reps`` times, and each warm-up id (from WARM_START) at least once,
-    with the bytes BareKplLoop and the Spark side both generate (the id, zero-padded, then 'x's); ``keyed``: the
-    partition key is the id (``partitioner="fixed"`` sets its own)."""
+    read KCL-style (a sub-record outside the shard it was read from is dropped), with the bytes BareKplLoop and the
+    Spark side both generate (the id, zero-padded, then 'x's); ``keyed``: the partition key is the id
+    (``partitioner="fixed"`` sets its own)."""
     counts: dict[int, int] = {}
     bad = 0
-    for r in read_stream(b.client(), stream):
+    for r in read_stream(b.client(), stream, shard_aware=True):
         i = int(r.data[:20])
         if r.data != f"{i:020d}".encode() + b"x" * (payload - 20) or (keyed and r.partition_key != str(i)):
             bad += 1

@@ -10,6 +10,8 @@ last machine-readable line:
          cpu_ratio_vs_kpl=… cpu_s_per_million_net=… (writer, 100 B, net of Spark) scale_cost_ratio=…
          (CPU per record at 256 over 4 shards, 100 B, bench/scale.py)
          link_util_limited=… max_outstanding_over_limit=… hot_path_ns=…
+         ratio_vs_agg=… cpu_ratio_vs_agg=… writer_agg_cpu_s_per_million_net=… (aggregation='writer' over the
+         aws-kinesis-agg + boto3 loop, 100 B: rate, and CPU per record net of Spark)
          rt_added_p50_ms=… rt_added_p99_ms=… rt_p99_ratio_10k=… (Kafka -> real-time mode: foreach(KinesisWriter)'s
          latency added over Spark's Kafka sink at 1,000 records/s, and its p99 at 10,000 over 1,000; bench/realtime.py)
 
@@ -213,7 +215,7 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
     runs: list[dict[str, Any]] = []
     bare: list[dict[str, Any]] = []
     for payload, shards in SHARDS.items():
-        for v in ("writer", "sink", "boto3", "boto3_agg"):
+        for v in ("writer", "writer_agg", "sink", "boto3", "boto3_agg"):
             b.create_stream(f"{v}-{payload}", shards)
     b.create_stream("bare-100", SHARDS[100])
     b.create_stream("writer_b-100", SHARDS[100])
@@ -250,14 +252,16 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
             return r
 
         # Warm-up: JIT, Python workers, the writer's pooled producers (each side once, not measured).
-        for v in ("writer", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
+        for v in ("writer", "writer_agg", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
             run(v, 100, "warm", -1)
         run("writer", 10240, "warm10k", -1)
+        run("writer_agg", 10240, "warm10k", -1)
         run("sink", 10240, "warm10k", -1)
         # "sink" is the same writer through format("kinesis") (DataSource V2), beside foreach. "writer_b" is the
         # foreach writer again on its own stream and daemon: the A/A control, what two identical sides differ by.
-        sides = ["writer", "sink", "writer_b", "boto3", "boto3_agg", "noop"]
-        sides_10k = ["writer", "sink", "boto3", "boto3_agg"]
+        # "writer_agg" is the foreach writer with aggregation='writer'.
+        sides = ["writer", "writer_agg", "sink", "writer_b", "boto3", "boto3_agg", "noop"]
+        sides_10k = ["writer", "writer_agg", "sink", "boto3", "boto3_agg"]
         writer_100 = {**b.endpoint_options(), **WRITER}
         for rep in range(REPS):
             if classpath and rep % 2 == 1:
@@ -298,6 +302,8 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
         "writer-10240": verify(b, "writer-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
         "sink-100": verify(b, "sink-100", ROWS, REPS, ROWS // 10, 100),
         "writer_b-100": verify(b, "writer_b-100", ROWS, REPS, ROWS // 10, 100),
+        "writer_agg-100": verify(b, "writer_agg-100", ROWS, REPS, ROWS // 10, 100),
+        "writer_agg-10240": verify(b, "writer_agg-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
         "sink-10240": verify(b, "sink-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
     }
     result["throughput_runs"] = runs
@@ -486,7 +492,14 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         reps = sorted(set(w) & set(wb))
         if reps:  # the A/A control: the spread two identical sides show in this run
             sm[f"writer_b_vs_writer_{payload}"] = spread([wb[k]["records_per_s"] / w[k]["records_per_s"] for k in reps])
-        for v in ("writer", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
+        wa = by("writer_agg", payload)
+        for name, other in (("agg", by("boto3_agg", payload)), ("kpl_agg", w)):
+            reps = sorted(set(wa) & set(other))
+            if reps:  # aggregation='writer' over the aws-kinesis-agg + boto3 loop, and over the KPL's own aggregation
+                sm[f"writer_agg_vs_{name}_{payload}"] = spread(
+                    [wa[k]["records_per_s"] / other[k]["records_per_s"] for k in reps]
+                )
+        for v in ("writer", "writer_agg", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
             rs = by(v, payload)
             if rs:
                 sm[f"{v}_{payload}_records_per_s"] = spread([r["records_per_s"] for r in rs.values()])
@@ -531,6 +544,18 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
                     for k in agg_reps
                 ]
             )
+        wa = by("writer_agg", 100)
+        wa_reps = sorted(set(wa) & set(agg) & set(noop))
+        if wa_reps:  # aggregation='writer', net of Spark, over the aws-kinesis-agg + boto3 loop's net CPU
+
+            def wa_net(k: int) -> float:
+                return per_m(wa[k]["cpu_s"]["jvm"] + wa[k]["cpu_s"]["kpl_daemon"] - noop[k]["cpu_s"]["jvm"], ROWS)
+
+            def agg_net(k: int) -> float:
+                return per_m(agg[k]["cpu_s"]["jvm"] + agg[k]["cpu_s"]["other"] - noop[k]["cpu_s"]["jvm"], ROWS)
+
+            sm["cpu_s_per_m_writer_agg_net"] = spread([wa_net(k) for k in wa_reps])
+            sm["cpu_ratio_writer_agg_vs_agg"] = spread([wa_net(k) / agg_net(k) for k in wa_reps])
         sm["daemon_cpu_share_writer"] = spread(
             [w[k]["cpu_s"]["kpl_daemon"] / (w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"]) for k in reps]
         )
@@ -649,6 +674,10 @@ def main() -> int:
         "link_util_limited": fmt(sm.get("link_util_limited"), 3),
         "max_outstanding_over_limit": fmt(sm.get("max_outstanding_over_limit"), 3),
         "hot_path_ns": fmt(sm.get("hot_path_ns"), 0),
+        # aggregation='writer' (issue 26): over the aws-kinesis-agg + boto3 loop, rate and CPU net of Spark
+        "ratio_vs_agg": fmt(sm.get("writer_agg_vs_agg_100"), 2),
+        "cpu_ratio_vs_agg": fmt(sm.get("cpu_ratio_writer_agg_vs_agg"), 2),
+        "writer_agg_cpu_s_per_million_net": fmt(sm.get("cpu_s_per_m_writer_agg_net")),
     }
     rt = result.get("realtime", {}).get("summary", {})
     fields.update({k: fmt(rt.get(k), 0 if k.endswith("_ms") else 2) for k in REALTIME_FIELDS})

@@ -9,7 +9,7 @@ and lets the writer keep its pooled KPL producer between runs, as a long-running
 Commands:
   {"cmd": "input", "name": n, "start": i, "rows": r, "files": f}  -> parquet of ids [i, i+r)
   {"cmd": "run", "variant": v, "input": n, "payload": b, "stream": s, "writer": {...}}
-      v in writer | writer_fixed | sink | writer_b | boto3 | boto3_agg | noop: the same rows and payload;
+      v in writer | writer_fixed | writer_agg | sink | writer_b | boto3 | boto3_agg | noop: the same rows and payload;
       the id is the partition key (writer_fixed: no key column, partitioner="fixed"). Optional
       "per_trigger": files per micro-batch (default 2).
   {"cmd": "backpressure", ...}                                     -> see backpressure()
@@ -165,9 +165,11 @@ class Bench:
         confirmed: list[int] = []
         writer: KinesisWriter | None = None
         dsw = df.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
-        if variant in ("writer", "writer_b", "writer_fixed"):  # writer_b: the A/A control on its own stream
-            fixed = {"partitioner": "fixed"} if variant == "writer_fixed" else {}
-            writer = KinesisWriter(stream_name=stream, **cmd["writer"], **fixed)
+        if variant in ("writer", "writer_b", "writer_fixed", "writer_agg"):  # writer_b: the A/A control
+            extra = {"partitioner": "fixed"} if variant == "writer_fixed" else {}
+            if variant == "writer_agg":  # the same writer, aggregating per shard before the daemon
+                extra = {"aggregation": "writer"}
+            writer = KinesisWriter(stream_name=stream, **cmd["writer"], **extra)
             dsw = dsw.foreach(writer)
         elif variant == "sink":  # the same writer through the DataSource V2 sink
             dsw = dsw.format("kinesis").options(**KinesisWriter(stream_name=stream, **cmd["writer"]).options())
