@@ -207,7 +207,12 @@ def sparkLineProject(l: SparkLine): Project =
         "org.apache.spark" %% "spark-sql" % l.spark % Provided,
         // Spark brings Scala; the POM must not put a second scala-library on --packages classpaths.
         "org.scala-lang" % "scala-library" % l.scala % Provided,
-        "org.scalatest" %% "scalatest" % "3.2.19" % Test
+        "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+        // The KCL's own deaggregation (with its hash-range check) reads the writer's aggregates in unit tests: the
+        // jar alone, with what its AggregatorUtil links against.
+        ("software.amazon.kinesis" % "amazon-kinesis-client" % "3.5.1" % Test).intransitive(),
+        "com.google.protobuf" % "protobuf-java" % "4.27.5" % Test,
+        "javax.xml.bind" % "jaxb-api" % "2.3.1" % Test
       ),
       // The marker SparkLineCheck reads, and the legal files.
       Compile / resourceGenerators += Def.task {
