@@ -331,11 +331,11 @@ def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
         side.call(cmd="input", name="limited", start=0, rows=LIMITED_ROWS, files=8)
         writer = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
         kwargs = {**up.client_kwargs(), "endpoint_url": front.endpoint}
-        for v in ("writer", "boto3", "boto3_agg"):
+        for v in ("writer", "writer_agg", "boto3", "boto3_agg"):
             up.create_stream(f"lim-{v}", LIMITED_SHARDS)
 
         def run(variant: str, inp: str, rep: int) -> None:
-            if variant != "writer":  # a fresh stream bounds the backend's memory
+            if variant not in ("writer", "writer_agg"):  # a fresh stream bounds the backend's memory
                 up.delete_stream(f"lim-{variant}")
                 up.create_stream(f"lim-{variant}", LIMITED_SHARDS)
             throttled = front.stats()["throttled_records"]
@@ -357,10 +357,10 @@ def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
                 )
                 runs.append(r)
 
-        for v in ("writer", "boto3", "boto3_agg"):
+        for v in ("writer", "writer_agg", "boto3", "boto3_agg"):
             run(v, "warm", -1)
         for rep in range(REPS):
-            for v in rotate(["writer", "boto3", "boto3_agg"], rep):
+            for v in rotate(["writer", "writer_agg", "boto3", "boto3_agg"], rep):
                 run(v, "limited", rep)
     return runs
 
@@ -511,10 +511,11 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         reps = sorted(set(lw) & set(lo))
         if reps:
             sm[f"limited_ratio_vs_{other}"] = spread([lw[k]["records_per_s"] / lo[k]["records_per_s"] for k in reps])
-    for v in ("writer", "boto3", "boto3_agg"):
+    for v in ("writer", "writer_agg", "boto3", "boto3_agg"):
         xs = [r["records_per_s"] for r in lim if r["variant"] == v]
         if xs:
             sm[f"limited_{v}_records_per_s"] = spread(xs)
+            sm[f"limited_{v}_throttled"] = sum(r["throttled"] for r in lim if r["variant"] == v)
     bare = {r["rep"]: r for r in result.get("bare_kpl_runs", [])}
     w, noop = by("writer", 100), by("noop", 100)
     reps = sorted(set(bare) & set(w) & set(noop))
