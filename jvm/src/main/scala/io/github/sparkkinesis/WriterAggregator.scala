@@ -268,8 +268,10 @@ private[sparkkinesis] final class WriterAggregator(
     if (p.record.partitionKey == null) return sendAlone(p)
     val s = stream(p.record.stream)
     val layout = s.layout
-    if (layout == null || layout.auto) return sendAlone(p)
+    if (layout == null) return sendAlone(p)
+    // Re-read now and then: the strategy may change either way (AUTO or back), and a reshard shows here too.
     if (System.nanoTime() - s.checkedAtNanos > strategyCheckIntervalMs * 1000000L) refreshLater(s)
+    if (layout.auto) return sendAlone(p)
     val i = layout.shards.indexOf(p.key)
     val buffers = s.buffers
     if (i < 0 || i >= buffers.length) { refreshLater(s); return sendAlone(p) }
