@@ -23,7 +23,7 @@ private[sparkkinesis] object Probes {
   def metricNames(): java.util.List[String] = ProducerMetrics.names.asJava
 
   /** The driver-side totals' names (accumulators `kinesis.<stream>.<name>`, keys of `writer.metrics()`). */
-  def accumulatorNames(): java.util.List[String] = WriterAccumulators.Names.asJava
+  def accumulatorNames(): java.util.List[String] = TaskTotals.names.asJava
 
   /** This JVM's live producers as
     * `source,outstanding,backpressureCycles,outstandingBytes,recordsSent,recordsFailed,bytesSent,inFlightRecords,users`
