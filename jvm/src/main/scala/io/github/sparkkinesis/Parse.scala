@@ -11,13 +11,6 @@ private[sparkkinesis] object Parse {
       .map(_.toInt)
       .getOrElse(throw bad(option, v, "a whole number within 32-bit range"))
 
-  /** An int of at least 1; `expected` says what it counts when it is not. */
-  def positiveInt(option: String, v: String, expected: String): Int = {
-    val n = int(option, v)
-    if (n < 1) throw bad(option, v, expected)
-    n
-  }
-
   /** `v.trim.toLongOption` (Scala 2.13 only). */
   def longOption(v: String): Option[Long] =
     try Some(java.lang.Long.parseLong(v.trim))
