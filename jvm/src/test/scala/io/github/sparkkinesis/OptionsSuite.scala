@@ -165,4 +165,15 @@ class OptionsSuite extends AnyFunSuite {
     assert(setters -- notOffered.keySet -- offered == Set.empty, "settings of the KPL the writer does not offer")
     assert(offered -- setters == Set.empty, "settings the bundled KPL no longer has")
   }
+
+  test("the facts resource in the jar carries every option, KPL setting and task total") {
+    val in = getClass.getClassLoader.getResourceAsStream(Facts.Resource)
+    assert(in != null, s"${Facts.Resource} is not on the classpath")
+    val text =
+      try scala.io.Source.fromInputStream(in, "UTF-8").mkString
+      finally in.close()
+    val names = KinesisWriterOptions.table.map(_.name) ++ KplSettings.all.map(_.name) ++ TaskTotals.names
+    assert(names.filterNot(n => text.contains(s""""$n"""")) == Nil)
+    assert(text.contains(""""expected": "at least 1 (records outstanding in the KPL per executor JVM)", "min": 1"""))
+  }
 }
