@@ -84,13 +84,12 @@ private[sparkkinesis] object KplSettings {
     *   - `MetricsLevel=none`: Spark's metrics replace the KPL's CloudWatch upload, which otherwise needs
     *     `cloudwatch:PutMetricData` and costs money.
     *   - `EnableOldestFutureTracker=false`: the tracker keeps every outstanding future in a `PriorityBlockingQueue`
-    *     whose `remove` is a linear scan, once per completed record. At `queue_limit=10000` that scan was the top JVM
-    *     frame in the benchmark's JFR profile (37 % of samples). It only feeds `getOldestRecordTimeInMillis()`, which
-    *     the writer does not use.
+    *     whose `remove` is a linear scan, once per completed record; at the default `queue_limit` that scan was the top
+    *     JVM frame of the benchmark's profile. It only feeds `getOldestRecordTimeInMillis()`, which the writer does not
+    *     use.
     *   - `RateLimit=100` (the KPL's is 150, Flink's producer also sets 100): the KPL then sends a shard no more than
-    *     its quota, where at 150 % a third of what it sends past the quota is throttled and sent again, each retry
-    *     paying the per-byte and per-record work once more. Behind shard quotas the KPL's 150 % cost 1.17× the CPU per
-    *     record at the same link use (docs/benchmarks.md, "Cost per record").
+    *     its quota, where at the KPL's 150 % what it sends past the quota is throttled and sent again, each retry
+    *     paying the per-byte and per-record work once more (measured: docs/benchmarks.md, "Cost per record").
     */
   val writerDefaults: Map[String, String] =
     Map("MetricsLevel" -> "none", "EnableOldestFutureTracker" -> "false", "RateLimit" -> "100")
