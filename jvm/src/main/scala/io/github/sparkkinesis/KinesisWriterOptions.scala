@@ -43,9 +43,9 @@ private[sparkkinesis] final case class OptionSpec(
     name: String,
     kind: String,
     doc: String,
-    default: Option[String] = None,
-    allowed: Option[Allowed] = None,
-    secret: Boolean = false
+    default: Option[String],
+    allowed: Option[Allowed],
+    secret: Boolean
 ) {
 
   /** Prints as its key, so messages name the option by interpolating it. */
@@ -82,117 +82,93 @@ private[sparkkinesis] object KinesisWriterOptions {
   // option's key in the code below; the build writes the table into the facts resource ([[Facts]]), from which Python
   // takes its keyword check, signature and docstring.
   private val rows = Vector.newBuilder[OptionSpec]
-  private def row(o: OptionSpec): OptionSpec = { rows += o; o }
+  private def row(
+      name: String,
+      kind: String,
+      doc: String,
+      default: Option[String] = None,
+      allowed: Option[Allowed] = None,
+      secret: Boolean = false
+  ): OptionSpec = { val o = OptionSpec(name, kind, doc, default, allowed, secret); rows += o; o }
   private def atLeast1(what: String) = Some(Allowed.AtLeast(1, what))
 
   val StreamName: OptionSpec = row(
-    OptionSpec(
-      "stream_name",
-      "string",
-      "the stream; required unless every row has a ``streamName`` column.",
-      allowed = Some(Allowed.NonBlank)
-    )
+    "stream_name",
+    "string",
+    "the stream; required unless every row has a ``streamName`` column.",
+    allowed = Some(Allowed.NonBlank)
   )
-  val Region: OptionSpec = row(
-    OptionSpec("region", "string", "the AWS region; default: the driver's default region (``AWS_REGION``, profile).")
-  )
-  val EndpointKey: OptionSpec = row(
-    OptionSpec(
-      "endpoint",
-      "string",
-      "``host[:port]`` or ``https://host[:port]``; default: the region's Kinesis endpoint."
-    )
-  )
+  val Region: OptionSpec =
+    row("region", "string", "the AWS region; default: the driver's default region (``AWS_REGION``, profile).")
+  val EndpointKey: OptionSpec =
+    row("endpoint", "string", "``host[:port]`` or ``https://host[:port]``; default: the region's Kinesis endpoint.")
 
   /** Bounded by default: an unbounded KPL queue is the bug this library exists to fix (docs/configuration.md, sizing).
     */
   val QueueLimit: OptionSpec = row(
-    OptionSpec(
-      "queue_limit",
-      "int",
-      "user records outstanding in the KPL per executor JVM.",
-      Some("10000"),
-      atLeast1("at least 1 (records outstanding in the KPL per executor JVM)")
-    )
+    "queue_limit",
+    "int",
+    "user records outstanding in the KPL per executor JVM.",
+    Some("10000"),
+    atLeast1("at least 1 (records outstanding in the KPL per executor JVM)")
   )
 
   /** 64 MiB: bounds memory for large records, where a record count alone would not. */
   val MaxOutstandingBytes: OptionSpec = row(
-    OptionSpec(
-      "max_outstanding_bytes",
-      "long",
-      "payload bytes outstanding in the KPL per executor JVM.",
-      Some((64L * 1024 * 1024).toString),
-      atLeast1("a positive number of bytes")
-    )
+    "max_outstanding_bytes",
+    "long",
+    "payload bytes outstanding in the KPL per executor JVM.",
+    Some((64L * 1024 * 1024).toString),
+    atLeast1("a positive number of bytes")
   )
-  val FailOnError: OptionSpec = row(
-    OptionSpec("fail_on_error", "boolean", "a record the KPL gives up on fails the task.", Some("true"))
-  )
+  val FailOnError: OptionSpec =
+    row("fail_on_error", "boolean", "a record the KPL gives up on fails the task.", Some("true"))
   val PartitionerKey: OptionSpec = row(
-    OptionSpec(
-      "partitioner",
-      "string",
-      "``'random'`` or ``'fixed'`` (one key per Spark partition) when rows have no ``partitionKey`` column; " +
-        "``'none'`` for streams whose RecordDistributionStrategy is AUTO: no key, or a null one, is needed.",
-      allowed = Some(Allowed.OneOf(Partitioner.all.map(_.name)))
-    )
+    "partitioner",
+    "string",
+    "``'random'`` or ``'fixed'`` (one key per Spark partition) when rows have no ``partitionKey`` column; " +
+      "``'none'`` for streams whose RecordDistributionStrategy is AUTO: no key, or a null one, is needed.",
+    allowed = Some(Allowed.OneOf(Partitioner.all.map(_.name)))
   )
   val FlushTimeoutMs: OptionSpec = row(
-    OptionSpec(
-      "flush_timeout_ms",
-      "long",
-      "how long a task waits for its records at the end.",
-      Some("300000"),
-      atLeast1("a positive number of milliseconds")
-    )
+    "flush_timeout_ms",
+    "long",
+    "how long a task waits for its records at the end.",
+    Some("300000"),
+    atLeast1("a positive number of milliseconds")
   )
   val ProducerIdleTimeoutMs: OptionSpec = row(
-    OptionSpec(
-      "producer_idle_timeout_ms",
-      "long",
-      "an unused KPL daemon is stopped after this.",
-      Some("60000"),
-      atLeast1("a positive number of milliseconds")
-    )
+    "producer_idle_timeout_ms",
+    "long",
+    "an unused KPL daemon is stopped after this.",
+    Some("60000"),
+    atLeast1("a positive number of milliseconds")
   )
   val AccessKeyId: OptionSpec = row(
-    OptionSpec(
-      "aws_access_key_id",
-      "string",
-      "static credentials, with ``aws_secret_access_key``; default: the AWS default credentials chain.",
-      secret = true
-    )
+    "aws_access_key_id",
+    "string",
+    "static credentials, with ``aws_secret_access_key``; default: the AWS default credentials chain.",
+    secret = true
   )
-  val SecretAccessKey: OptionSpec = row(
-    OptionSpec("aws_secret_access_key", "string", "the secret of ``aws_access_key_id``.", secret = true)
-  )
-  val SessionToken: OptionSpec = row(
-    OptionSpec("aws_session_token", "string", "the session token of temporary static credentials.", secret = true)
-  )
-  val ProfileName: OptionSpec = row(
-    OptionSpec("profile_name", "string", "a named profile instead of static credentials.")
-  )
-  val RoleArn: OptionSpec = row(
-    OptionSpec("role_arn", "string", "assume this role (through STS), on top of the credentials above.")
-  )
-  val RoleSessionName: OptionSpec = row(
-    OptionSpec("role_session_name", "string", "the assumed role's session name.", Some("spark-kinesis"))
-  )
-  val RoleExternalId: OptionSpec = row(
-    OptionSpec("role_external_id", "string", "the external id the role's trust policy asks for.", secret = true)
-  )
-  val StsEndpoint: OptionSpec = row(
-    OptionSpec("sts_endpoint", "string", "the STS endpoint to assume the role at; default: the region's.")
-  )
+  val SecretAccessKey: OptionSpec =
+    row("aws_secret_access_key", "string", "the secret of ``aws_access_key_id``.", secret = true)
+  val SessionToken: OptionSpec =
+    row("aws_session_token", "string", "the session token of temporary static credentials.", secret = true)
+  val ProfileName: OptionSpec = row("profile_name", "string", "a named profile instead of static credentials.")
+  val RoleArn: OptionSpec =
+    row("role_arn", "string", "assume this role (through STS), on top of the credentials above.")
+  val RoleSessionName: OptionSpec =
+    row("role_session_name", "string", "the assumed role's session name.", Some("spark-kinesis"))
+  val RoleExternalId: OptionSpec =
+    row("role_external_id", "string", "the external id the role's trust policy asks for.", secret = true)
+  val StsEndpoint: OptionSpec =
+    row("sts_endpoint", "string", "the STS endpoint to assume the role at; default: the region's.")
   val RoleDurationSeconds: OptionSpec = row(
-    OptionSpec(
-      "role_duration_seconds",
-      "int",
-      "how long each assumed-role session lasts (AWS: 900 up to the role's maximum); default: STS's, 1 hour. " +
-        "The writer refreshes the credentials before they expire.",
-      allowed = atLeast1("a positive number of seconds (AWS allows 900 up to the role's maximum)")
-    )
+    "role_duration_seconds",
+    "int",
+    "how long each assumed-role session lasts (AWS: 900 up to the role's maximum); default: STS's, 1 hour. " +
+      "The writer refreshes the credentials before they expire.",
+    allowed = atLeast1("a positive number of seconds (AWS allows 900 up to the role's maximum)")
   )
 
   /** Every writer option, in keyword order. */

@@ -105,8 +105,16 @@ public final class SparkLineCheck {
       this.location = location;
     }
 
+    /** Its artifact as its marker names it ("spark-kinesis-3.5_2.12"); null: as this bundle names its line's. */
+    String artifact;
+
     String coordinates(String forLine, String forScala) {
       return group + ":" + lines().artifacts.get(forLine) + "_" + forScala + ":" + version;
+    }
+
+    /** The coordinates of this jar itself (a marker of another release may name a line this bundle does not know). */
+    String own() {
+      return artifact != null ? group + ":" + artifact + ":" + version : coordinates(line, scala);
     }
   }
 
@@ -159,14 +167,14 @@ public final class SparkLineCheck {
     if (markers.size() > 1) {
       StringBuilder found = new StringBuilder();
       for (Marker m : markers) {
-        found.append("\n  ").append(m.coordinates(m.line, m.scala)).append(" at ").append(m.location);
+        found.append("\n  ").append(m.own()).append(" at ").append(m.location);
       }
       return running + "More than one spark-kinesis Spark-line jar is on the classpath:" + found
           + "\nKeep only " + want + ".";
     }
     Marker m = markers.get(0);
     if (!m.line.equals(line) || !m.scala.equals(scala)) {
-      return running + "The spark-kinesis jar on the classpath (" + m.coordinates(m.line, m.scala) + ", at "
+      return running + "The spark-kinesis jar on the classpath (" + m.own() + ", at "
           + m.location + ") is built for Spark " + Lines.shown(m.line) + " with Scala "
           + m.scala + ". " + fix;
     }
@@ -190,12 +198,14 @@ public final class SparkLineCheck {
         }
         String where = url.toString();
         int bang = where.indexOf("!/");
-        out.add(new Marker(
+        Marker m = new Marker(
             p.getProperty("line", "?"),
             p.getProperty("scala", "?"),
             p.getProperty("group", lines().group),
             p.getProperty("version", "?"),
-            bang > 0 ? where.substring(0, bang) : where));
+            bang > 0 ? where.substring(0, bang) : where);
+        m.artifact = p.getProperty("artifact");
+        out.add(m);
       }
     } catch (IOException e) {
       throw new IllegalStateException("Reading " + MARKER + " from the classpath failed: " + e, e);
