@@ -202,7 +202,8 @@ def sparkLineProject(l: SparkLine): Project =
         val members = SparkLines.json(organization.value, version.value)
         val javaBin = javaHome.value.map(h => (h / "bin" / "java").getPath).getOrElse("java")
         val cp = (classpath ++ scalaInstance.value.libraryJars).map(_.getPath).mkString(java.io.File.pathSeparator)
-        val exit = scala.sys.process.Process(Seq(javaBin, "-cp", cp, "io.github.sparkkinesis.Facts", out.getPath, members)).!
+        val exit =
+          scala.sys.process.Process(Seq(javaBin, "-cp", cp, "io.github.sparkkinesis.Facts", out.getPath, members)).!
         if (exit != 0) sys.error(s"io.github.sparkkinesis.Facts exited $exit")
         Seq(out)
       },

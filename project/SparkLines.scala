@@ -12,8 +12,8 @@ final case class SparkLine(line: String, spark: String, scala: String, javaRelea
 
 object SparkLines {
 
-  /** Each line's id and the Spark, Scala and bytecode level it compiles against, by default; a line's first Scala is the
-    * one pip's pyspark of that line runs (Python's `coordinates` picks it when the Scala is not known).
+  /** Each line's id and the Spark, Scala and bytecode level it compiles against, by default; a line's first Scala is
+    * the one pip's pyspark of that line runs (Python's `coordinates` picks it when the Scala is not known).
     */
   private val defaults = Seq(
     ("3.5", "3.5.0", "2.12.18", "8"),
@@ -25,9 +25,15 @@ object SparkLines {
     * others. SparkLineCheck.lineOf (Java) and spark_kinesis._jar.spark_line (Python) apply the same rule to these ids.
     */
   def lineOf(spark: String): String =
-    defaults.map(_._1).distinct.find(l => spark == l || spark.startsWith(l + ".") || spark.startsWith(l + "-")).getOrElse {
-      sys.error(s"-Dspark.version=$spark: spark-kinesis builds for Spark ${defaults.map(_._1).distinct.mkString(", ")} only")
-    }
+    defaults
+      .map(_._1)
+      .distinct
+      .find(l => spark == l || spark.startsWith(l + ".") || spark.startsWith(l + "-"))
+      .getOrElse {
+        sys.error(
+          s"-Dspark.version=$spark: spark-kinesis builds for Spark ${defaults.map(_._1).distinct.mkString(", ")} only"
+        )
+      }
 
   /** `-Dspark.version=X` compiles X's line(s) against X (for example 4.1.2, or 3.5.9). */
   private val sparkOverride = sys.props.get("spark.version").map { v => lineOf(v); v }
