@@ -169,4 +169,4 @@ fmt: venv
 
 clean:
 	rm -rf jvm/target jvm/kpl/target jvm/lines target project/target python/spark_kinesis/jars/*.jar \
-		python/spark_kinesis/jars/NOTICE python/spark_kinesis/jars/BUNDLED.md python/build python/dist $(JAR_STAMP)
+		python/spark_kinesis/jars/NOTICE python/spark_kinesis/jars/BUNDLED.md python/spark_kinesis/jars/spark-kinesis.json python/build python/dist $(JAR_STAMP)

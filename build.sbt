@@ -116,6 +116,12 @@ lazy val kpl = (project in file("jvm/kpl"))
         val out = (Compile / resourceManaged).value / path; IO.copyFile(src, out); out
       }
     },
+    // The Spark lines, for SparkLineCheck (Java: properties, which it reads without a JSON library).
+    Compile / resourceGenerators += Def.task {
+      val out = (Compile / resourceManaged).value / "META-INF" / "spark-kinesis" / "lines.properties"
+      IO.write(out, SparkLines.properties(organization.value, version.value))
+      Seq(out)
+    },
     // What the bundle carries, from the resolved dependencies (docs/bundle.md is a copy, checked by a test).
     Compile / resourceGenerators += Def.task {
       val modules = update.value
@@ -225,6 +231,21 @@ def sparkLineProject(l: SparkLine): Project =
         )
         marker +: legalFiles.value.map { case (src, path) => val out = dir / path; IO.copyFile(src, out); out }
       },
+      // The facts resource (io.github.sparkkinesis.Facts): the option table and the task totals from the compiled
+      // classes, the Spark lines from SparkLines.scala. From the classes and their dependencies, not fullClasspath,
+      // which holds these very resources.
+      Compile / resourceGenerators += Def.task {
+        val out = (Compile / resourceManaged).value / "META-INF" / "spark-kinesis" / "spark-kinesis.json"
+        val classes = { (Compile / compile).value; (Compile / classDirectory).value }
+        val classpath = classes +: (Compile / dependencyClasspath).value.files
+        val members = SparkLines.json(organization.value, version.value)
+        val javaBin = javaHome.value.map(h => (h / "bin" / "java").getPath).getOrElse("java")
+        val cp = (classpath ++ scalaInstance.value.libraryJars).map(_.getPath).mkString(java.io.File.pathSeparator)
+        val exit =
+          scala.sys.process.Process(Seq(javaBin, "-cp", cp, "io.github.sparkkinesis.Facts", out.getPath, members)).!
+        if (exit != 0) sys.error(s"io.github.sparkkinesis.Facts exited $exit")
+        Seq(out)
+      },
       Test / fork := true,
       Test / javaOptions ++= Seq("-Xmx1g"),
       Test / parallelExecution := false
@@ -258,6 +279,11 @@ lazy val root = (project in file("."))
       sbt.io.Using.jarFile(verify = false)(jars.head) { jar =>
         IO.transfer(jar.getInputStream(jar.getEntry("META-INF/NOTICE")), dir / "NOTICE")
         IO.transfer(jar.getInputStream(jar.getEntry("META-INF/spark-kinesis/BUNDLED.md")), dir / "BUNDLED.md")
+      }
+      // The facts resource, the same in every line jar: Python's option table, task totals and Spark lines.
+      sbt.io.Using.jarFile(verify = false)(jars.last) { jar =>
+        val facts = "META-INF/spark-kinesis/spark-kinesis.json"
+        IO.transfer(jar.getInputStream(jar.getEntry(facts)), dir / "spark-kinesis.json")
       }
       copied
     }

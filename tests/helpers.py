@@ -247,5 +247,5 @@ def assert_quiet_interruption(log: str, what: str) -> list[Any]:
     ours = [m.group(0) for m in lines if m["level"] == "ERROR" and m["logger"].startswith(OURS)]
     assert not ours, f"the writer or the KPL logged an ERROR when {what}: {ours}"
     assert "KinesisWriteException" not in log, f"{what} surfaced as a writer failure"
-    assert re.search(r"KinesisWriter aborted partition=\d+", log), f"the writer did not close when {what}"
+    assert re.search(r"KinesisTaskWriter aborted partition=\d+", log), f"the writer did not close when {what}"
     return lines

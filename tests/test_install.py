@@ -170,7 +170,7 @@ def test_wheel_carries_one_bundle_and_a_jar_per_line(wheel: Path) -> None:
     mvn = spark_kinesis._jar.maven_version()
     lines = [
         f"spark-kinesis-{line}_{scala}-{mvn}.jar"
-        for line, scalas in spark_kinesis._jar.LINES.items()
+        for line, scalas in spark_kinesis._facts.lines().items()
         for scala in scalas
     ]
     with zipfile.ZipFile(wheel) as whl:
@@ -188,9 +188,14 @@ def test_wheel_carries_one_bundle_and_a_jar_per_line(wheel: Path) -> None:
         assert bundled in (ROOT / "docs" / "bundle.md").read_text(), (
             "docs/bundle.md differs from what the build bundles: copy python/spark_kinesis/jars/BUNDLED.md into it"
         )
+        # The facts resource Python reads (options, totals, lines): the one every line jar carries.
+        facts = whl.read("spark_kinesis/jars/spark-kinesis.json")
+        assert [o["name"] for o in json.loads(facts)["options"]][:2] == ["stream_name", "region"]
         for jar in jars:
             with zipfile.ZipFile(whl.open(f"spark_kinesis/jars/{jar}")) as j:
                 assert {"META-INF/LICENSE", "META-INF/NOTICE"} <= set(j.namelist()), jar
+                if jar in lines:
+                    assert j.read("META-INF/spark-kinesis/spark-kinesis.json") == facts, jar
                 # Java 8 (class file 52) everywhere but the Spark 4 line, which needs Java 17 (61).
                 majors = {int.from_bytes(j.read(n)[6:8], "big") for n in j.namelist() if n.endswith(".class")}
                 assert max(majors) == (61 if jar.startswith("spark-kinesis-4_") else 52), (jar, sorted(majors))
@@ -208,6 +213,8 @@ def test_wheel_ships_only_the_library(wheel: Path) -> None:
     assert {f"spark_kinesis/{m}.py" for m in ("__init__", "_jar", "_version", "writer")} <= set(library)
     harness = [n for n in names if re.search(r"testing|faults|testkit", n)]
     assert harness == [], f"test harness in the wheel: {harness}"
-    data = re.compile(r"spark_kinesis/(py\.typed|jars/[^/]+\.jar|jars/NOTICE|jars/BUNDLED\.md)")
+    data = re.compile(
+        r"spark_kinesis/(py\.typed|jars/[^/]+\.jar|jars/NOTICE|jars/BUNDLED\.md|jars/spark-kinesis\.json)"
+    )
     other = [n for n in names if not n.endswith(".py") and not data.fullmatch(n)]
     assert other == [], other

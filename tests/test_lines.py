@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import spark_kinesis
-from spark_kinesis._jar import LINES, coordinates, installed_spark, maven_version
+from spark_kinesis._facts import lines
+from spark_kinesis._jar import coordinates, installed_spark, maven_version
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +51,7 @@ def test_helper_prints_every_lines_coordinates() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "spark_kinesis"], check=True, capture_output=True, text=True, timeout=60
     ).stdout
-    for line, scalas in LINES.items():
+    for line, scalas in lines().items():
         for scala in scalas:
             assert coordinates(line + ".0", scala) in out
     spark, scala = installed_spark()
@@ -64,7 +65,7 @@ def _wrong_classpaths() -> list[tuple[str, list[str]]]:
     bundle = f"spark-kinesis-kpl-{mvn}.jar"
     right = coordinates(spark, scala).split(":")[1]
     others = [
-        f"spark-kinesis-{ln}_{sc}" for ln, scs in LINES.items() for sc in scs if f"spark-kinesis-{ln}_{sc}" != right
+        f"spark-kinesis-{ln}_{sc}" for ln, scs in lines().items() for sc in scs if f"spark-kinesis-{ln}_{sc}" != right
     ]
     cases = [(other, [bundle, f"{other}-{mvn}.jar"]) for other in others]
     cases.append(("two-line-jars", [bundle, f"{right}-{mvn}.jar", f"{others[0]}-{mvn}.jar"]))

@@ -1,4 +1,5 @@
-"""The Python facade: kwargs checked by name, secrets redacted, one option table shared with the JVM."""
+"""The Python facade: kwargs checked by name, secrets redacted, the option table read from the JVM's (the facts
+resource the build writes), the docs checked against it without a JVM."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from spark_kinesis import KinesisWriter, configure
-from spark_kinesis.writer import _OPTIONS
+from spark_kinesis import KinesisWriter, _facts, configure
 
 SECRETS = {
     "aws_access_key_id": "AKIAPYTESTSECRET0001",
@@ -27,11 +27,20 @@ def test_unknown_kwarg_lists_valid_ones():
     [
         ({"queue_limit": "10"}, TypeError, r"queue_limit must be int, got str"),
         ({"queue_limit": True}, TypeError, r"queue_limit must be int, got bool"),
-        ({"queue_limit": 0}, ValueError, r"queue_limit must be an int >= 1"),
+        (
+            {"queue_limit": 0},
+            ValueError,
+            r"^Option queue_limit='0' is invalid: expected at least 1 \(records outstanding",
+        ),
         ({"fail_on_error": "false"}, TypeError, r"fail_on_error must be bool"),
-        ({"partitioner": "hash"}, ValueError, r"partitioner must be 'random', 'fixed' or 'none'"),
-        ({"flush_timeout_ms": -1}, ValueError, r"flush_timeout_ms must be a positive int"),
-        ({"stream_name": " "}, ValueError, r"stream_name must be a non-empty string"),
+        ({"partitioner": "hash"}, ValueError, r"partitioner='hash' is invalid: expected 'random', 'fixed' or 'none'"),
+        (
+            {"flush_timeout_ms": -1},
+            ValueError,
+            r"flush_timeout_ms='-1' is invalid: expected a positive number of millis",
+        ),
+        ({"stream_name": " "}, ValueError, r"stream_name=' ' is invalid: expected a non-empty string"),
+        ({"role_duration_seconds": 0}, ValueError, r"role_duration_seconds='0' is invalid: expected a positive number"),
         ({"kpl": {"RecordTtl": 1.5}}, TypeError, r"kpl\['RecordTtl'\] must be str, int or bool"),
         ({"kpl": [("RecordTtl", 1)]}, TypeError, r"kpl must be a dict"),
         ({"aws_secret_access_key": 123}, TypeError, r"aws_secret_access_key must be str, got int <redacted>"),
@@ -96,37 +105,29 @@ def test_configure_rejects_non_builders():
         configure(object())
 
 
-def _jvm_option_table(spark) -> list[tuple[str, type, object, bool]]:
-    """The JVM's option table (the source of truth) in Python terms: name, type, typed default, secret."""
-    types = {"string": str, "int": int, "long": int, "boolean": bool}
-    rows = []
-    for name, kind, default, secret in (list(r) for r in spark._jvm.io.github.sparkkinesis.Probes.optionTable()):
-        typed = None if default is None else (default == "true" if kind == "boolean" else types[kind](default))
-        rows.append((str(name), types[str(kind)], typed, bool(secret)))
-    return rows
-
-
-@pytest.mark.e2e
-def test_python_and_jvm_option_tables_agree(spark):
-    python = [(n, o.type, o.default, o.secret) for n, o in _OPTIONS.items()]
-    assert python == _jvm_option_table(spark)
-
-
-@pytest.mark.e2e
-def test_signature_and_docstring_follow_the_option_table(spark):
+def test_signature_and_docstring_follow_the_option_table():
     import inspect
 
-    table = _jvm_option_table(spark)
-    params = inspect.signature(KinesisWriter.__init__).parameters
-    assert [p for p in params if p not in ("self", "unknown")] == [n for n, *_ in table] + ["kpl"]
+    table = _facts.options()
+    params = inspect.signature(KinesisWriter).parameters
+    assert list(params) == [*table, "kpl"]
+    assert all(p.default is None for p in params.values()), "a keyword's default is the JVM's, shown in the docstring"
     doc = inspect.getdoc(KinesisWriter) or ""
-    for name, typ, default, _ in table:
-        line = next((x for x in doc.splitlines() if x.startswith("- ") and f"``{name}``" in x), None)
-        assert line is not None, f"the KinesisWriter docstring does not list {name}"
-        assert f"({typ.__name__}" in line, f"{name}: the docstring does not give its type {typ.__name__}: {line}"
-        if default is not None:
-            assert f"default {default}" in line, f"{name}: the docstring does not give its default {default}: {line}"
-        assert params[name].default is None, f"{name}: the keyword's default is the JVM's, shown in the docstring"
+    for o in table.values():
+        line = next((x for x in doc.splitlines() if x.startswith(f"- ``{o.name}`` ")), None)
+        assert line is not None, f"the KinesisWriter docstring does not list {o.name}"
+        assert f"({o.type.__name__}" in line, f"{o.name}: the docstring does not give its type: {line}"
+        if o.default is not None:
+            assert f"default {o.default}" in line, f"{o.name}: the docstring does not give its default: {line}"
+    metrics_doc = inspect.getdoc(KinesisWriter.metrics) or ""
+    assert all(f"``{t['name']}``" in metrics_doc for t in _facts.totals()), metrics_doc
+
+
+def test_every_option_row_passes_its_own_rule():
+    """The table's defaults are of their option's type and within its rule (a writer built with each one is valid)."""
+    for o in _facts.options().values():
+        if o.default is not None:
+            KinesisWriter(**{o.name: o.default})
 
 
 @pytest.mark.e2e
@@ -143,20 +144,23 @@ def test_jvm_writer_plan_string_has_no_secrets(spark, kinesis):
         assert secret not in text
 
 
-@pytest.mark.e2e
-def test_every_option_is_documented(spark):
-    from pathlib import Path
-
+def test_every_option_is_documented():
+    """docs/configuration.md's option table against the JVM's (through the facts resource): a row per option with its
+    type, default and, for a ranged option, the JVM's wording of a mistake; every KPL setting named."""
     doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
     rows = {line.split("|")[1].strip(): line.split("|") for line in doc.splitlines() if line.startswith("| `")}
     problems = []
-    for name, typ, default, _ in _jvm_option_table(spark):
-        row = rows.get(f"`{name}`")
+    for o in _facts.options().values():
+        row = rows.get(f"`{o.name}`")
         if row is None:
-            problems.append(f"no row for `{name}`")
-        elif not row[2].strip().startswith(typ.__name__) or (default is not None and f"`{default}`" not in row[3]):
-            problems.append(f"`{name}` row says {row[2].strip()!r}, {row[3].strip()!r}: want {typ.__name__}, {default}")
-    problems += [n for n in spark._jvm.io.github.sparkkinesis.Probes.kplSettingNames() if n not in doc]
+            problems.append(f"no row for `{o.name}`")
+            continue
+        typ, default, last = row[2].strip(), row[3], row[5]
+        if not typ.startswith(o.type.__name__) or (o.default is not None and f"`{o.default}`" not in default):
+            problems.append(f"`{o.name}` row says {typ!r}, {default.strip()!r}: want {o.type.__name__}, {o.default}")
+        if o.allowed is not None and f"expected {o.allowed['expected']}" not in last:
+            problems.append(f"`{o.name}` row does not quote the JVM's wording 'expected {o.allowed['expected']}'")
+    problems += [n for n in _facts.facts()["kplSettings"] if n not in doc]
     assert problems == [], f"docs/configuration.md: {problems}"
 
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from spark_kinesis._jar import LINES, coordinates, installed_spark, jar_paths
+from spark_kinesis._facts import lines
+from spark_kinesis._jar import coordinates, installed_spark, jar_paths, shown_line
 from spark_kinesis._version import __version__
 
 
 def main() -> None:
     print(f"spark-kinesis {__version__}: --packages coordinates (each brings the KPL bundle along)")
-    for line, scalas in LINES.items():
+    for line, scalas in lines().items():
         for scala in scalas:
-            name = "4.x" if line == "4" else line
-            print(f"  Spark {name:<4} Scala {scala}  {coordinates(line + '.0', scala)}")
+            print(f"  Spark {shown_line(line):<4} Scala {scala}  {coordinates(line, scala)}")
     try:
         spark, spark_scala = installed_spark()
     except ImportError:

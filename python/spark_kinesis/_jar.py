@@ -12,14 +12,12 @@ import re
 from pathlib import Path
 from typing import Any, TypeVar
 
+from spark_kinesis import _facts
 from spark_kinesis._version import __version__
 
-GROUP = "io.github.spark-kinesis"
 JVM_ENTRY_POINT = "io.github.sparkkinesis.KinesisWriter"
 #: Java, in the KPL bundle: tells whether the line jar on the classpath matches the running Spark and Scala.
 JVM_LINE_CHECK = "io.github.sparkkinesis.SparkLineCheck"
-#: Spark line -> the Scala binary versions it is built for; the first is the one pip's pyspark runs.
-LINES: dict[str, tuple[str, ...]] = {"3.5": ("2.12", "2.13"), "4": ("2.13",)}
 
 B = TypeVar("B")
 
@@ -29,30 +27,39 @@ def maven_version(version: str = __version__) -> str:
     return re.sub(r"\.dev\d*$", "-SNAPSHOT", version)
 
 
+def shown_line(line: str) -> str:
+    """``"3.5"``, or ``"4.x"`` for a line that is a whole major version (as SparkLineCheck shows it)."""
+    return line if "." in line else f"{line}.x"
+
+
 def spark_line(spark_version: str) -> str:
-    """The line a Spark version belongs to (``"3.5"`` or ``"4"``); a clear error for any other Spark."""
-    m = re.match(r"(\d+)\.(\d+)", spark_version)
-    major, minor = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-    if major == 4:
-        return "4"
-    if (major, minor) == (3, 5):
-        return "3.5"
+    """The line a Spark version belongs to (``"3.5"`` or ``"4"``); a clear error for any other Spark.
+
+    A version belongs to a line when it is the line's id, or the id and a "." or "-" further (SparkLines.lineOf).
+    """
+    lines = _facts.lines()
+    for line in lines:
+        if spark_version == line or spark_version.startswith((f"{line}.", f"{line}-")):
+            return line
+    supported = " and ".join(f"Spark {shown_line(ln)} (Scala {' or '.join(s)})" for ln, s in lines.items())
+    each = "; ".join(f"on Spark {ln} use {coordinates(ln)}" for ln in lines)
     raise RuntimeError(
-        f"spark-kinesis does not run on Spark {spark_version}: it supports Spark 3.5 (Scala 2.12 or 2.13) and "
-        f"Spark 4.x (Scala 2.13). On Spark 3.5 use {coordinates('3.5.0')}; on Spark 4 use {coordinates('4.0.0')}."
+        f"spark-kinesis does not run on Spark {spark_version}: it supports {supported}. {each[0].upper()}{each[1:]}."
     )
 
 
 def coordinates(spark_version: str, scala_binary: str | None = None) -> str:
     """Maven coordinates of the jar for a Spark version (``--packages``; it brings the KPL bundle along)."""
     line = spark_line(spark_version)
-    scala = scala_binary or LINES[line][0]
-    if scala not in LINES[line]:
+    scalas = _facts.lines()[line]
+    scala = scala_binary or scalas[0]
+    if scala not in scalas:
         raise RuntimeError(
             f"spark-kinesis has no jar for Spark {spark_version} with Scala {scala}: Spark {line} builds run "
-            f"Scala {' or '.join(LINES[line])}."
+            f"Scala {' or '.join(scalas)}."
         )
-    return f"{GROUP}:spark-kinesis-{line}_{scala}:{maven_version()}"
+    artifact = next(ln["artifact"] for ln in _facts.facts()["lines"] if ln["line"] == line)
+    return f"{_facts.group()}:{artifact}_{scala}:{maven_version()}"
 
 
 def installed_spark() -> tuple[str, str | None]:

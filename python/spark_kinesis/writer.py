@@ -3,9 +3,11 @@ Connect, the server's ``kinesis`` sink with the same options)."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, Union
 
+from spark_kinesis import _facts
 from spark_kinesis._jar import JVM_ENTRY_POINT, JVM_LINE_CHECK
 
 if TYPE_CHECKING:
@@ -14,52 +16,19 @@ if TYPE_CHECKING:
 KplValue = Union[str, int, bool]
 
 
-class _Option(NamedTuple):
-    type: type[Any]
-    rule: tuple[str, Callable[[Any], bool]] | None = None  # (what is allowed, check)
-    default: Any = None  # the JVM's default value; None: no default value
-    secret: bool = False
-
-
-#: Writer options in keyword order. The JVM's option table (KinesisWriterOptions.table) is the source of truth:
-#: tests/test_python_api.py checks names, types, defaults and secrets, this signature, docstring and docs against it.
-_POSITIVE = ("a positive int", lambda v: v > 0)
-_OPTIONS: dict[str, _Option] = {
-    "stream_name": _Option(str, ("a non-empty string", lambda v: bool(v.strip()))),
-    "region": _Option(str),
-    "endpoint": _Option(str),
-    "queue_limit": _Option(int, ("an int >= 1 (records outstanding in the KPL per executor)", lambda v: v >= 1), 10000),
-    "max_outstanding_bytes": _Option(
-        int, ("an int >= 1 (payload bytes outstanding in the KPL per executor)", lambda v: v >= 1), 67108864
-    ),
-    "fail_on_error": _Option(bool, None, True),
-    "partitioner": _Option(str, ("'random', 'fixed' or 'none'", lambda v: v.lower() in ("random", "fixed", "none"))),
-    "aggregation": _Option(str, ("'writer' or 'kpl'", lambda v: v.lower() in ("writer", "kpl")), "kpl"),
-    "flush_timeout_ms": _Option(int, _POSITIVE, 300000),
-    "producer_idle_timeout_ms": _Option(int, _POSITIVE, 60000),
-    "aws_access_key_id": _Option(str, secret=True),
-    "aws_secret_access_key": _Option(str, secret=True),
-    "aws_session_token": _Option(str, secret=True),
-    "profile_name": _Option(str),
-    "role_arn": _Option(str),
-    "role_session_name": _Option(str, None, "spark-kinesis"),
-    "role_external_id": _Option(str, secret=True),
-    "sts_endpoint": _Option(str),
-    "role_duration_seconds": _Option(int, _POSITIVE),
-}
-_SECRETS = frozenset(name for name, o in _OPTIONS.items() if o.secret)
-_SECRET_KPL = frozenset({"ProxyPassword"})
 _REDACTED = "<redacted>"
 
 
 def _check(name: str, value: Any) -> None:
-    expected, rule = _OPTIONS[name].type, _OPTIONS[name].rule
+    option = _facts.options()[name]
+    expected = option.type
     # bool is an int subclass: queue_limit=True is a mistake, not 1.
     if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
-        shown = _REDACTED if name in _SECRETS else repr(value)
+        shown = _REDACTED if option.secret else repr(value)
         raise TypeError(f"{name} must be {expected.__name__}, got {type(value).__name__} {shown}")
-    if rule is not None and not rule[1](value):
-        raise ValueError(f"{name} must be {rule[0]}, got {value!r}")
+    problem = option.problem(value)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 class KinesisWriter:
@@ -72,30 +41,9 @@ class KinesisWriter:
     ``partitioner``), optional ``explicitHashKey`` and ``streamName``.
 
     Every option is checked here and again, with the schema, in the JVM before the query starts
-    (docs/configuration.md has the full table):
+    (docs/configuration.md has the full table). The options, from the JVM's option table:
 
-    - ``stream_name`` (str): the stream; required unless every row has a ``streamName`` column.
-    - ``region`` (str): the AWS region; default: the driver's default region (``AWS_REGION``, profile).
-    - ``endpoint`` (str): ``host[:port]`` or ``https://host[:port]``; default: the region's endpoint.
-    - ``queue_limit`` (int, default 10000): user records outstanding in the KPL per executor JVM.
-    - ``max_outstanding_bytes`` (int, default 67108864): payload bytes outstanding per executor JVM.
-    - ``fail_on_error`` (bool, default True): a record the KPL gives up on fails the task.
-    - ``partitioner`` (str): ``'random'`` or ``'fixed'`` (one key per Spark partition) when rows have
-      no ``partitionKey`` column; ``'none'`` for streams whose RecordDistributionStrategy is AUTO: no
-      key, or a null one, is needed.
-    - ``aggregation`` (str, default kpl): who packs user records into Kinesis records: ``'writer'``
-      (per shard, before the KPL daemon: far less CPU per record) or ``'kpl'`` (the daemon).
-    - ``flush_timeout_ms`` (int, default 300000): how long a task waits for its records at the end.
-    - ``producer_idle_timeout_ms`` (int, default 60000): an unused KPL daemon is stopped after this.
-    - ``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token`` (str): static credentials;
-      default: the AWS default credentials chain.
-    - ``profile_name`` (str): a named profile instead.
-    - ``role_arn`` (str): assume this role (through STS), on top of the credentials above.
-    - ``role_session_name`` (str, default spark-kinesis): the assumed role's session name.
-    - ``role_external_id`` (str): the external id the role's trust policy asks for.
-    - ``sts_endpoint`` (str): the STS endpoint to assume the role at; default: the region's.
-    - ``role_duration_seconds`` (int): how long each assumed-role session lasts (AWS: 900 up to the role's
-      maximum); default: STS's, 1 hour. The writer refreshes the credentials before they expire.
+    {options}
     - ``kpl`` (dict): KPL settings under their exact ``KinesisProducerConfiguration`` names.
     """
 
@@ -103,55 +51,19 @@ class KinesisWriter:
         self,
         stream_name: str | None = None,
         *,
-        region: str | None = None,
-        endpoint: str | None = None,
-        queue_limit: int | None = None,
-        max_outstanding_bytes: int | None = None,
-        fail_on_error: bool | None = None,
-        partitioner: str | None = None,
-        aggregation: str | None = None,
-        flush_timeout_ms: int | None = None,
-        producer_idle_timeout_ms: int | None = None,
-        aws_access_key_id: str | None = None,
-        aws_secret_access_key: str | None = None,
-        aws_session_token: str | None = None,
-        profile_name: str | None = None,
-        role_arn: str | None = None,
-        role_session_name: str | None = None,
-        role_external_id: str | None = None,
-        sts_endpoint: str | None = None,
-        role_duration_seconds: int | None = None,
         kpl: Mapping[str, KplValue] | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> None:
+        # The keywords are the JVM's option table (the facts resource); __init__'s __signature__ lists them.
+        table = _facts.options()
+        unknown = sorted(k for k in options if k not in table)
         if unknown:
-            names = ", ".join(sorted(unknown))
             raise TypeError(
-                f"KinesisWriter got unknown argument(s) {names}. Valid: {', '.join(_OPTIONS)}, kpl. "
+                f"KinesisWriter got unknown argument(s) {', '.join(unknown)}. Valid: {', '.join(table)}, kpl. "
                 "KPL settings go in kpl={'RecordMaxBufferedTime': 100, ...}."
             )
-        given = dict(
-            stream_name=stream_name,
-            region=region,
-            endpoint=endpoint,
-            queue_limit=queue_limit,
-            max_outstanding_bytes=max_outstanding_bytes,
-            fail_on_error=fail_on_error,
-            partitioner=partitioner,
-            aggregation=aggregation,
-            flush_timeout_ms=flush_timeout_ms,
-            producer_idle_timeout_ms=producer_idle_timeout_ms,
-            aws_access_key_id=aws_access_key_id,
-            aws_secret_access_key=aws_secret_access_key,
-            aws_session_token=aws_session_token,
-            profile_name=profile_name,
-            role_arn=role_arn,
-            role_session_name=role_session_name,
-            role_external_id=role_external_id,
-            sts_endpoint=sts_endpoint,
-            role_duration_seconds=role_duration_seconds,
-        )
-        self._options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        given = {"stream_name": stream_name, **options}
+        self._options: dict[str, Any] = {k: v for k in table if (v := given.get(k)) is not None}
         for name, value in self._options.items():
             _check(name, value)
         self._jwriter: Any = None
@@ -219,9 +131,11 @@ class KinesisWriter:
 
     def metrics(self) -> dict[str, int]:
         """Totals over every finished task of the query this writer was attached to, from Spark
-        accumulators (also on the Spark UI's stage pages as ``kinesis.<stream>.<name>``):
-        ``recordsSent``, ``recordsFailed``, ``bytesSent``, ``backpressureCycles``, ``backpressureWaitMs``.
+        accumulators (also on the Spark UI's stage pages as ``kinesis.<stream>.<name>``).
         Confirmed records of successful tasks only; a retried task's records count once per success.
+        The totals, from the JVM's list:
+
+        {totals}
         """
         if self._jwriter is None:
             raise RuntimeError(
@@ -234,9 +148,10 @@ class KinesisWriter:
 
     # -- Python niceties -----------------------------------------------------------------------
     def __repr__(self) -> str:
-        parts = [f"{k}={_REDACTED if k in _SECRETS else repr(v)}" for k, v in self._options.items()]
+        table, kpl_secrets = _facts.options(), _facts.kpl_secrets()
+        parts = [f"{k}={_REDACTED if table[k].secret else repr(v)}" for k, v in self._options.items()]
         if self._kpl:
-            kpl = {k: (_REDACTED if k in _SECRET_KPL else v) for k, v in self._kpl.items()}
+            kpl = {k: (_REDACTED if k in kpl_secrets else v) for k, v in self._kpl.items()}
             parts.append(f"kpl={kpl!r}")
         return f"KinesisWriter({', '.join(parts)})"
 
@@ -248,6 +163,40 @@ class KinesisWriter:
             "KinesisWriter runs in the JVM and cannot be pickled: use df.writeStream.foreach(KinesisWriter(...)) "
             "after `import spark_kinesis`, or format('kinesis') with its options()."
         )
+
+
+def _document() -> None:
+    """``KinesisWriter``'s signature and docstrings from the facts resource (left as they are without it: a source
+    checkout before ``make jar``, where constructing a writer says what to build)."""
+    try:
+        table, totals = _facts.options(), _facts.totals()
+    except FileNotFoundError:
+        KinesisWriter.__doc__ = (KinesisWriter.__doc__ or "").replace("{options}", "- (the option table: ``make jar``)")
+        return
+
+    def shown(o: _facts.Option) -> str:
+        default = "" if o.default is None else f", default {o.default}"
+        return f"- ``{o.name}`` ({o.type.__name__}{default}): {o.doc}"
+
+    options = "\n    ".join(map(shown, table.values()))
+    KinesisWriter.__doc__ = (KinesisWriter.__doc__ or "").replace("{options}", options)
+    doc = "\n        ".join(f"- ``{t['name']}`` ({t['unit']}): {t['description']}" for t in totals)
+    KinesisWriter.metrics.__doc__ = (KinesisWriter.metrics.__doc__ or "").replace("{totals}", doc)
+    P = inspect.Parameter
+    params = [
+        P("self", P.POSITIONAL_OR_KEYWORD),
+        P("stream_name", P.POSITIONAL_OR_KEYWORD, default=None, annotation="str | None"),
+    ]
+    params += [
+        P(o.name, P.KEYWORD_ONLY, default=None, annotation=f"{o.type.__name__} | None")
+        for o in table.values()
+        if o.name != "stream_name"
+    ]
+    params.append(P("kpl", P.KEYWORD_ONLY, default=None, annotation="Mapping[str, KplValue] | None"))
+    KinesisWriter.__init__.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+
+
+_document()
 
 
 def _jvm_class(jvm: Any, name: str) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import shutil
 import socket
@@ -253,7 +254,7 @@ def loopback_session_builder(
     CsvSink writing every second to ``metrics_dir``.
     """
     from pyspark.sql import SparkSession
-    from spark_kinesis._jar import configure
+    from spark_kinesis import configure
 
     conf = {
         "spark.ui.enabled": "false",
@@ -300,14 +301,8 @@ class ProducerSample:
 
 
 def producer_snapshot(spark: Any) -> list[ProducerSample]:
-    """The live producers of the driver JVM, from ``Probes.producerSnapshot()``."""
-    text = str(spark._jvm.io.github.sparkkinesis.Probes.producerSnapshot())
-    out = []
-    for line in text.splitlines():
-        if line:
-            source, *counts = line.split(",")
-            out.append(ProducerSample(source, *(int(c) for c in counts)))
-    return out
+    """The live producers of the driver JVM, from ``Probes.producerSnapshot()`` (JSON objects keyed by these fields)."""
+    return [ProducerSample(**p) for p in json.loads(str(spark._jvm.io.github.sparkkinesis.Probes.producerSnapshot()))]
 
 
 @dataclass(frozen=True)

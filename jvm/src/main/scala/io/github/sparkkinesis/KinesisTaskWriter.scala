@@ -141,7 +141,7 @@ private[sparkkinesis] object KinesisTaskWriter {
     RateLimitedLog.warn(
       log,
       "blocked",
-      s"KinesisWriter blocked ${waitedMs} ms on queue_limit=${options.queueLimit} / " +
+      s"KinesisTaskWriter blocked ${waitedMs} ms on queue_limit=${options.queueLimit} / " +
         s"max_outstanding_bytes=${options.maxOutstandingBytes}: Kinesis accepts records slower " +
         "than this query produces them (add shards, or expect this rate). Logged at most every 30 s."
     )
@@ -270,7 +270,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   }
 
   def summary(partitionId: Long, epochId: Long, committed: Boolean): String =
-    s"KinesisWriter ${if (committed) "committed" else "aborted"} partition=$partitionId epoch=$epochId " +
+    s"KinesisTaskWriter ${if (committed) "committed" else "aborted"} partition=$partitionId epoch=$epochId " +
       s"stream=${options.label} sent=${sent.sum} failed=${failedCount.sum} bytes=${bytesSent.sum} " +
       s"pending=${pending.get} backpressureCycles=$cycles blockedMs=${blockedNanos / 1000000L} " +
       s"(producer ${producer.sourceName})"

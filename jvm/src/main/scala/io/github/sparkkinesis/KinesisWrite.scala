@@ -82,49 +82,33 @@ private[sparkkinesis] final class KinesisDataWriter(
 
   override def close(): Unit = task.close(committed = false)
 
-  /** Spark reads these last just before `commit` (on the task thread), and keeps them only if the task commits; a
-    * committed task has every record it wrote confirmed, so records still pending here count as sent (with
-    * fail_on_error=false, one that then fails during the commit's flush is counted as sent here; the accumulators and
-    * progress metrics count it exactly).
+  /** Spark reads these last just before `commit`, on the task thread, and keeps them only if the task commits
+    * ([[TaskTotals]] says what each counts then).
     */
   override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisSinkMetric.values(task.state)
 }
 
 private[sparkkinesis] case object KinesisCommitMessage extends WriterCommitMessage
 
-/** The sink's totals as DataSource V2 custom metrics (the SQL tab of the Spark UI): each task reports its own counts,
-  * Spark sums them. Names and meaning are those of the accumulators ([[WriterAccumulators.Names]]).
+/** The task totals ([[TaskTotals]]) as DataSource V2 custom metrics (the SQL tab of the Spark UI): each task reports
+  * its own, Spark sums them.
   */
 private[sparkkinesis] final class KinesisSinkMetric(metricName: String) extends CustomSumMetric {
-  def this() = this("") // Spark instantiates metric classes by reflection on the driver; it needs a no-arg constructor
+  def this() = this("") // Spark instantiates metric classes on the driver through a no-arg constructor
   override def name(): String = metricName
-  override def description(): String = KinesisSinkMetric.descriptions.getOrElse(metricName, metricName)
+  override def description(): String =
+    TaskTotals.all.find(_.name == metricName).map(_.description).getOrElse(metricName)
 }
 
 private[sparkkinesis] object KinesisSinkMetric {
-  val descriptions: Map[String, String] = Map(
-    "recordsSent" -> "Kinesis records confirmed",
-    "recordsFailed" -> "Kinesis records failed",
-    "bytesSent" -> "Kinesis payload bytes confirmed",
-    "backpressureCycles" -> "Kinesis backpressure wait steps",
-    "backpressureWaitMs" -> "Kinesis backpressure wait (ms)"
-  )
+  def all: Seq[CustomMetric] = TaskTotals.names.map(n => new KinesisSinkMetric(n))
 
-  def all: Seq[CustomMetric] = WriterAccumulators.Names.map(n => new KinesisSinkMetric(n))
-
-  /** A task's values, read on its own thread: sent = written − failed so far (confirmed or still pending). */
-  def values(s: WriterState): Array[CustomTaskMetric] = {
-    val failed = s.failedCount.sum
-    val counts =
-      Seq(s.written - failed, failed, s.writtenBytes - s.failedBytes.sum, s.cycles, s.blockedNanos / 1000000L)
-    WriterAccumulators.Names
-      .zip(counts)
-      .map { case (n, v) =>
-        new CustomTaskMetric {
-          override def name(): String = n
-          override def value(): Long = v
-        }
+  def values(s: WriterState): Array[CustomTaskMetric] =
+    TaskTotals.all.map { t =>
+      val v = t.of(s)
+      new CustomTaskMetric {
+        override def name(): String = t.name
+        override def value(): Long = v
       }
-      .toArray
-  }
+    }.toArray
 }

@@ -4,7 +4,8 @@ import org.apache.spark.sql.types.StructType
 
 import io.github.sparkkinesis.compat.CollectionConverters._
 
-/** The one JVM entry point: Python's `KinesisWriter` calls `create` through py4j; Scala users too.
+/** The `foreach` entry point (Python's `KinesisWriter` calls `create` through py4j; Scala and Java callers too), and
+  * the driver-side build it shares with the `format("kinesis")` entry point ([[KinesisSourceProvider]]).
   *
   * {{{
   * df.writeStream.foreach(KinesisWriter.create(Map("stream_name" -> "events").asJava, df.schema)).start()

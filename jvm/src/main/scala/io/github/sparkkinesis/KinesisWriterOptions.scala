@@ -1,22 +1,6 @@
 package io.github.sparkkinesis
 
 import scala.collection.immutable.SortedMap
-import io.github.sparkkinesis.compat.CollectionConverters._
-
-/** The driver's default region from its environment or profile; never EC2 metadata (slow or absent off EC2, and the
-  * executors' answer may differ anyway).
-  */
-private[sparkkinesis] object DriverRegion {
-  import software.amazon.awssdk.regions.providers.{AwsProfileRegionProvider, SystemSettingsRegionProvider}
-
-  def lookup(profile: Option[String]): Option[String] = {
-    def attempt(f: => software.amazon.awssdk.regions.Region) =
-      try Option(f).map(_.id())
-      catch { case scala.util.control.NonFatal(_) => None }
-    attempt(new SystemSettingsRegionProvider().getRegion)
-      .orElse(attempt(new AwsProfileRegionProvider(null, profile.orNull).getRegion))
-  }
-}
 
 /** How records without a `partitionKey` column get one. */
 private[sparkkinesis] sealed abstract class Partitioner(val name: String) extends Serializable
@@ -35,77 +19,38 @@ private[sparkkinesis] object Partitioner {
   val all: Seq[Partitioner] = Seq(Random, Fixed, NoKey)
 }
 
-/** Who builds the aggregates: the writer, per shard before the daemon (one record per aggregate reaches the daemon), or
-  * the KPL daemon from the user records it gets one by one.
+/** What a writer option allows beyond its type, and the one wording of a mistake: the JVM's parse and Python's keyword
+  * check (through the build's facts resource, [[Facts]]) both say "expected <expected>".
   */
-private[sparkkinesis] sealed abstract class Aggregation(val name: String) extends Serializable
-private[sparkkinesis] object Aggregation {
-  case object Writer extends Aggregation("writer")
-  case object Kpl extends Aggregation("kpl")
-  val all: Seq[Aggregation] = Seq(Writer, Kpl)
+private[sparkkinesis] sealed abstract class Allowed(val expected: String)
+private[sparkkinesis] object Allowed {
 
-  /** The daemon's RecordMaxBufferedTime when the writer aggregates (at most the user's). */
-  val DaemonBufferMs = 1L
+  /** A whole number of at least `min`; `expected` says what it counts. */
+  final case class AtLeast(min: Long, what: String) extends Allowed(what)
+
+  /** One of these words, in any case. */
+  final case class OneOf(words: Seq[String])
+      extends Allowed(words.init.map(w => s"'$w'").mkString(", ") + s" or '${words.last}'")
+
+  /** Something other than blanks: set to a blank value, the option is a mistake rather than unset. */
+  case object NonBlank extends Allowed("a non-empty string")
 }
 
-/** The KPL endpoint: always TLS, a bare host and a port. */
-private[sparkkinesis] final case class Endpoint(host: String, port: Int) {
-  override def toString: String = s"https://$host:$port"
-}
-
-/** The KPL-facing part of the options: two writers with equal configs share one KPL daemon. */
-private[sparkkinesis] final case class ProducerConfig(
-    region: Option[String],
-    endpoint: Option[Endpoint],
-    credentials: Credentials,
-    kpl: SortedMap[String, String],
-    aggregation: Aggregation = Aggregation.Kpl
-) {
-
-  /** The final KPL settings as the user sees them: writer defaults, then the user's, then region and endpoint. */
-  def kplSettings: Map[String, String] =
-    KplSettings.writerDefaults ++ kpl ++ region.map("Region" -> _) ++ endpoint.toSeq.flatMap { e =>
-      Seq("KinesisEndpoint" -> e.host, "KinesisPort" -> e.port.toString)
-    }
-
-  /** Whether the writer builds the aggregates (aggregation='writer', unless the user turned aggregation off). */
-  def aggregatesInWriter: Boolean =
-    aggregation == Aggregation.Writer && kplSettings.get("AggregationEnabled").forall(_.trim.toBoolean)
-
-  /** What the daemon is started with. When the writer aggregates, the daemon gets one record per aggregate: its own
-    * aggregation stays on with one record each (so it still predicts each aggregate's shard, rate-limits that shard and
-    * re-sends what lands elsewhere, kpl-notes §8) and it waits at most [[Aggregation.DaemonBufferMs]] to collect them
-    * into a PutRecords, as the writer's linger already took the user's RecordMaxBufferedTime.
-    */
-  def daemonSettings: Map[String, String] = {
-    val s = kplSettings
-    if (!aggregatesInWriter) s
-    else
-      s ++ Map(
-        "AggregationEnabled" -> "true",
-        "AggregationMaxCount" -> "1",
-        "RecordMaxBufferedTime" -> math
-          .min(Aggregation.DaemonBufferMs, s.get("RecordMaxBufferedTime").map(_.trim.toLong).getOrElse(100L))
-          .toString
-      )
-  }
-
-  override def toString: String = {
-    val shownKpl = kpl.map { case (k, v) =>
-      if (KplSettings.byName.get(k).exists(_.secret)) k -> Redact.secret else k -> v
-    }
-    s"ProducerConfig(region=${region.getOrElse("<default>")}, endpoint=${endpoint.getOrElse("<default>")}, " +
-      s"credentials=$credentials, aggregation=${aggregation.name}, kpl=${shownKpl.map { case (k, v) => s"$k=$v" }.mkString("{", ", ", "}")})"
-  }
-}
-
-/** One writer option: its key, its type, its default value (None: no default value) and whether it is a secret. */
+/** One writer option: its key, its type (`string`, `int`, `long`, `boolean`), what it is for (Python's docstring), its
+  * default value (None: no default value), what it allows, and whether it is a secret.
+  */
 private[sparkkinesis] final case class OptionSpec(
     name: String,
     kind: String,
-    default: Option[String] = None,
-    secret: Boolean = false
-)
+    doc: String,
+    default: Option[String],
+    allowed: Option[Allowed],
+    secret: Boolean
+) {
+
+  /** Prints as its key, so messages name the option by interpolating it. */
+  override def toString: String = name
+}
 
 /** All writer options, parsed once on the driver. Keys are the snake_case names Python uses. */
 private[sparkkinesis] final case class KinesisWriterOptions(
@@ -133,73 +78,146 @@ private[sparkkinesis] final case class KinesisWriterOptions(
 }
 
 private[sparkkinesis] object KinesisWriterOptions {
-  // Option keys (Python kwargs use the same names).
-  val StreamName = "stream_name"
-  val Region = "region"
-  val EndpointKey = "endpoint"
-  val QueueLimit = "queue_limit"
-  val MaxOutstandingBytes = "max_outstanding_bytes"
-  val FailOnError = "fail_on_error"
-  val PartitionerKey = "partitioner"
-  val AggregationKey = "aggregation"
-  val FlushTimeoutMs = "flush_timeout_ms"
-  val ProducerIdleTimeoutMs = "producer_idle_timeout_ms"
-  val AccessKeyId = "aws_access_key_id"
-  val SecretAccessKey = "aws_secret_access_key"
-  val SessionToken = "aws_session_token"
-  val ProfileName = "profile_name"
-  val RoleArn = "role_arn"
-  val RoleSessionName = "role_session_name"
-  val RoleExternalId = "role_external_id"
-  val StsEndpoint = "sts_endpoint"
-  val RoleDurationSeconds = "role_duration_seconds"
+  // The option table: one row per option, in keyword order (Python's `KinesisWriter(...)`). Each row is also the
+  // option's key in the code below; the build writes the table into the facts resource ([[Facts]]), from which Python
+  // takes its keyword check, signature and docstring.
+  private val rows = Vector.newBuilder[OptionSpec]
+  private def row(
+      name: String,
+      kind: String,
+      doc: String,
+      default: Option[String] = None,
+      allowed: Option[Allowed] = None,
+      secret: Boolean = false
+  ): OptionSpec = { val o = OptionSpec(name, kind, doc, default, allowed, secret); rows += o; o }
+  private def atLeast1(what: String) = Some(Allowed.AtLeast(1, what))
+
+  val StreamName: OptionSpec = row(
+    "stream_name",
+    "string",
+    "the stream; required unless every row has a ``streamName`` column.",
+    allowed = Some(Allowed.NonBlank)
+  )
+  val Region: OptionSpec =
+    row("region", "string", "the AWS region; default: the driver's default region (``AWS_REGION``, profile).")
+  val EndpointKey: OptionSpec =
+    row("endpoint", "string", "``host[:port]`` or ``https://host[:port]``; default: the region's Kinesis endpoint.")
+
+  /** Bounded by default: an unbounded KPL queue is the bug this library exists to fix (docs/configuration.md, sizing).
+    */
+  val QueueLimit: OptionSpec = row(
+    "queue_limit",
+    "int",
+    "user records outstanding in the KPL per executor JVM.",
+    Some("10000"),
+    atLeast1("at least 1 (records outstanding in the KPL per executor JVM)")
+  )
+
+  /** 64 MiB: bounds memory for large records, where a record count alone would not. */
+  val MaxOutstandingBytes: OptionSpec = row(
+    "max_outstanding_bytes",
+    "long",
+    "payload bytes outstanding in the KPL per executor JVM.",
+    Some((64L * 1024 * 1024).toString),
+    atLeast1("a positive number of bytes")
+  )
+  val FailOnError: OptionSpec =
+    row("fail_on_error", "boolean", "a record the KPL gives up on fails the task.", Some("true"))
+  val PartitionerKey: OptionSpec = row(
+    "partitioner",
+    "string",
+    "``'random'`` or ``'fixed'`` (one key per Spark partition) when rows have no ``partitionKey`` column; " +
+      "``'none'`` for streams whose RecordDistributionStrategy is AUTO: no key, or a null one, is needed.",
+    allowed = Some(Allowed.OneOf(Partitioner.all.map(_.name)))
+  )
+  val AggregationKey: OptionSpec = row(
+    "aggregation",
+    "string",
+    "who packs user records into Kinesis records: ``'writer'`` (per shard, before the KPL daemon: far less CPU " +
+      "per record) or ``'kpl'`` (the daemon).",
+    Some(Aggregation.Kpl.name),
+    allowed = Some(Allowed.OneOf(Aggregation.all.map(_.name)))
+  )
+  val FlushTimeoutMs: OptionSpec = row(
+    "flush_timeout_ms",
+    "long",
+    "how long a task waits for its records at the end.",
+    Some("300000"),
+    atLeast1("a positive number of milliseconds")
+  )
+  val ProducerIdleTimeoutMs: OptionSpec = row(
+    "producer_idle_timeout_ms",
+    "long",
+    "an unused KPL daemon is stopped after this.",
+    Some("60000"),
+    atLeast1("a positive number of milliseconds")
+  )
+  val AccessKeyId: OptionSpec = row(
+    "aws_access_key_id",
+    "string",
+    "static credentials, with ``aws_secret_access_key``; default: the AWS default credentials chain.",
+    secret = true
+  )
+  val SecretAccessKey: OptionSpec =
+    row("aws_secret_access_key", "string", "the secret of ``aws_access_key_id``.", secret = true)
+  val SessionToken: OptionSpec =
+    row("aws_session_token", "string", "the session token of temporary static credentials.", secret = true)
+  val ProfileName: OptionSpec = row("profile_name", "string", "a named profile instead of static credentials.")
+  val RoleArn: OptionSpec =
+    row("role_arn", "string", "assume this role (through STS), on top of the credentials above.")
+  val RoleSessionName: OptionSpec =
+    row("role_session_name", "string", "the assumed role's session name.", Some("spark-kinesis"))
+  val RoleExternalId: OptionSpec =
+    row("role_external_id", "string", "the external id the role's trust policy asks for.", secret = true)
+  val StsEndpoint: OptionSpec =
+    row("sts_endpoint", "string", "the STS endpoint to assume the role at; default: the region's.")
+  val RoleDurationSeconds: OptionSpec = row(
+    "role_duration_seconds",
+    "int",
+    "how long each assumed-role session lasts (AWS: 900 up to the role's maximum); default: STS's, 1 hour. " +
+      "The writer refreshes the credentials before they expire.",
+    allowed = atLeast1("a positive number of seconds (AWS allows 900 up to the role's maximum)")
+  )
+
+  /** Every writer option, in keyword order. */
+  val table: Seq[OptionSpec] = rows.result()
+  val optionNames: Seq[String] = table.map(_.name)
 
   /** KPL settings travel as `kpl.<ExactKplName>`; Python's `kpl={...}` dict becomes these keys. */
   val KplPrefix = "kpl."
 
-  /** Bounded by default: an unbounded KPL queue is the bug this library exists to fix. At 100-byte records this is ~1
-    * MB queued; see docs/configuration.md for sizing.
-    */
-  val DefaultQueueLimit = 10000
-
-  /** 64 MiB of payload per daemon: ~2 s of 32 shards' worth at 1 MiB/s; bounds memory for large records, where a record
-    * count alone would not (10,000 x 1 MiB records is 10 GiB).
-    */
-  val DefaultMaxOutstandingBytes: Long = 64L * 1024 * 1024
-  val DefaultFlushTimeoutMs = 300000L
-  val DefaultProducerIdleTimeoutMs = 60000L
-  val DefaultRoleSessionName = "spark-kinesis"
-
-  /** Every writer option: the one table the parser, Python's keyword table, its docstring and docs/configuration.md are
-    * checked against (tests/test_python_api.py).
-    */
-  val table: Seq[OptionSpec] = Seq(
-    OptionSpec(StreamName, "string"), // required unless every row has a streamName column
-    OptionSpec(Region, "string"), // the driver's default region
-    OptionSpec(EndpointKey, "string"), // the region's Kinesis endpoint
-    OptionSpec(QueueLimit, "int", Some(DefaultQueueLimit.toString)),
-    OptionSpec(MaxOutstandingBytes, "long", Some(DefaultMaxOutstandingBytes.toString)),
-    OptionSpec(FailOnError, "boolean", Some("true")),
-    OptionSpec(PartitionerKey, "string"), // the partitionKey column is required
-    OptionSpec(AggregationKey, "string", Some(Aggregation.Kpl.name)),
-    OptionSpec(FlushTimeoutMs, "long", Some(DefaultFlushTimeoutMs.toString)),
-    OptionSpec(ProducerIdleTimeoutMs, "long", Some(DefaultProducerIdleTimeoutMs.toString)),
-    OptionSpec(AccessKeyId, "string", secret = true), // none: the default credentials chain
-    OptionSpec(SecretAccessKey, "string", secret = true),
-    OptionSpec(SessionToken, "string", secret = true),
-    OptionSpec(ProfileName, "string"),
-    OptionSpec(RoleArn, "string"),
-    OptionSpec(RoleSessionName, "string", Some(DefaultRoleSessionName)),
-    OptionSpec(RoleExternalId, "string", secret = true),
-    OptionSpec(StsEndpoint, "string"), // the region's STS endpoint
-    OptionSpec(RoleDurationSeconds, "int") // STS's default (1 hour)
-  )
-  val optionNames: Seq[String] = table.map(_.name)
-
   /** Keys whose values are secrets: never logged, printed or put in messages. */
   val SecretKeys: Seq[String] = table.filter(_.secret).map(_.name) :+ (KplPrefix + "ProxyPassword")
 
-  def parse(options: java.util.Map[String, String]): KinesisWriterOptions = parse(options.asScala.toMap)
+  /** The options as given, read through their rows: trimmed, blank is unset (unless the row allows no blank), else the
+    * row's default; a value of the wrong type or outside the row's rule fails with the row's wording.
+    */
+  private final class Given(own: Map[String, String]) {
+    def str(o: OptionSpec): Option[String] = own.get(o.name).map(_.trim) match {
+      case Some("") if o.allowed.contains(Allowed.NonBlank) =>
+        throw Parse.bad(o.name, own(o.name), o.allowed.get.expected)
+      case v => v.filter(_.nonEmpty)
+    }
+    private def valueOf(o: OptionSpec): Option[String] = str(o).orElse(o.default)
+    private def atLeast(o: OptionSpec, v: String, n: Long): Unit = o.allowed.foreach {
+      case Allowed.AtLeast(min, what) if n < min => throw Parse.bad(o.name, v, what)
+      case _                                     =>
+    }
+    def long(o: OptionSpec): Option[Long] = valueOf(o).map { v =>
+      val n = Parse.long(o.name, v); atLeast(o, v, n); n
+    }
+    def int(o: OptionSpec): Option[Int] = valueOf(o).map { v =>
+      val n = Parse.int(o.name, v); atLeast(o, v, n); n
+    }
+    def bool(o: OptionSpec): Option[Boolean] = valueOf(o).map(Parse.bool(o.name, _))
+    def word(o: OptionSpec): Option[String] = valueOf(o).map { v =>
+      o.allowed match {
+        case Some(a @ Allowed.OneOf(words)) =>
+          words.find(_.equalsIgnoreCase(v)).getOrElse(throw Parse.bad(o.name, v, a.expected))
+        case _ => v
+      }
+    }
+  }
 
   def parse(raw: Map[String, String]): KinesisWriterOptions = parse(raw, DriverRegion.lookup)
 
@@ -212,18 +230,8 @@ private[sparkkinesis] object KinesisWriterOptions {
         s"Unknown option '$k'.$hint Valid options: ${optionNames.mkString(", ")}, and KPL settings as kpl.<Name>."
       )
     }
-    def str(key: String): Option[String] = own.get(key).map(_.trim).filter(_.nonEmpty)
-    def positiveLong(key: String, default: Long, unit: String = "milliseconds"): Long = str(key)
-      .map { v =>
-        val n = Parse.long(key, v)
-        if (n <= 0) throw Parse.bad(key, v, s"a positive number of $unit")
-        n
-      }
-      .getOrElse(default)
-
-    val queueLimit = str(QueueLimit)
-      .map(Parse.positiveInt(QueueLimit, _, "at least 1 (records outstanding in the KPL per executor JVM)"))
-      .getOrElse(DefaultQueueLimit)
+    val in = new Given(own)
+    import in.str
 
     val kpl = SortedMap(kplRaw.map { case (k, v) => k.stripPrefix(KplPrefix) -> v }.toSeq: _*)
     val endpoint = str(EndpointKey).map(parseEndpoint)
@@ -243,7 +251,7 @@ private[sparkkinesis] object KinesisWriterOptions {
       )
     region.foreach { r =>
       if (!RegionPattern.pattern.matcher(r).matches())
-        throw Parse.bad(Region, r, "an AWS region name such as us-east-1")
+        throw Parse.bad(Region.name, r, "an AWS region name such as us-east-1")
     }
 
     if (kpl.keys.exists(_.equalsIgnoreCase("ProxyPassword")))
@@ -253,30 +261,18 @@ private[sparkkinesis] object KinesisWriterOptions {
           "without a password (a source-address rule, or a local forwarding proxy that adds the credentials), with " +
           "kpl.ProxyHost and kpl.ProxyPort."
       )
-    val aggregation = str(AggregationKey)
-      .map { v =>
-        Aggregation.all
-          .find(_.name.equalsIgnoreCase(v))
-          .getOrElse(throw Parse.bad(AggregationKey, v, Aggregation.all.map(a => s"'${a.name}'").mkString(" or ")))
-      }
-      .getOrElse(Aggregation.Kpl)
-    val producer = ProducerConfig(region, endpoint, parseCredentials(str), kpl, aggregation)
+    val aggregation = in.word(AggregationKey).map(w => Aggregation.all.find(_.name == w).get).get
+    val producer = ProducerConfig(region, endpoint, parseCredentials(in), kpl, aggregation)
     KplSettings.validate(producer.kplSettings)
 
     KinesisWriterOptions(
       streamName = str(StreamName),
-      queueLimit = queueLimit,
-      maxOutstandingBytes = positiveLong(MaxOutstandingBytes, DefaultMaxOutstandingBytes, "bytes"),
-      failOnError = str(FailOnError).forall(Parse.bool(FailOnError, _)),
-      partitioner = str(PartitionerKey).map { v =>
-        Partitioner.all
-          .find(_.name.equalsIgnoreCase(v))
-          .getOrElse(
-            throw Parse.bad(PartitionerKey, v, Partitioner.all.map(p => s"'${p.name}'").mkString(", "))
-          )
-      },
-      flushTimeoutMs = positiveLong(FlushTimeoutMs, DefaultFlushTimeoutMs),
-      producerIdleTimeoutMs = positiveLong(ProducerIdleTimeoutMs, DefaultProducerIdleTimeoutMs),
+      queueLimit = in.int(QueueLimit).get,
+      maxOutstandingBytes = in.long(MaxOutstandingBytes).get,
+      failOnError = in.bool(FailOnError).get,
+      partitioner = in.word(PartitionerKey).map(w => Partitioner.all.find(_.name == w).get),
+      flushTimeoutMs = in.long(FlushTimeoutMs).get,
+      producerIdleTimeoutMs = in.long(ProducerIdleTimeoutMs).get,
       producer = producer
     )
   }
@@ -311,7 +307,8 @@ private[sparkkinesis] object KinesisWriterOptions {
     Endpoint(host, port)
   }
 
-  private def parseCredentials(str: String => Option[String]): Credentials = {
+  private def parseCredentials(in: Given): Credentials = {
+    import in.str
     val key = str(AccessKeyId)
     val secret = str(SecretAccessKey)
     val token = str(SessionToken)
@@ -351,16 +348,10 @@ private[sparkkinesis] object KinesisWriterOptions {
           )
         Credentials.AssumeRole(
           arn,
-          str(RoleSessionName).getOrElse(DefaultRoleSessionName),
+          str(RoleSessionName).orElse(RoleSessionName.default).get,
           str(RoleExternalId),
           str(StsEndpoint),
-          str(RoleDurationSeconds).map(
-            Parse.positiveInt(
-              RoleDurationSeconds,
-              _,
-              "a positive number of seconds (AWS allows 900 up to the role's maximum)"
-            )
-          ),
+          in.int(RoleDurationSeconds),
           base
         )
       case None => base

@@ -84,13 +84,12 @@ private[sparkkinesis] object KplSettings {
     *   - `MetricsLevel=none`: Spark's metrics replace the KPL's CloudWatch upload, which otherwise needs
     *     `cloudwatch:PutMetricData` and costs money.
     *   - `EnableOldestFutureTracker=false`: the tracker keeps every outstanding future in a `PriorityBlockingQueue`
-    *     whose `remove` is a linear scan, once per completed record. At `queue_limit=10000` that scan was the top JVM
-    *     frame in the benchmark's JFR profile (37 % of samples). It only feeds `getOldestRecordTimeInMillis()`, which
-    *     the writer does not use.
+    *     whose `remove` is a linear scan, once per completed record; at the default `queue_limit` that scan was the top
+    *     JVM frame of the benchmark's profile. It only feeds `getOldestRecordTimeInMillis()`, which the writer does not
+    *     use.
     *   - `RateLimit=100` (the KPL's is 150, Flink's producer also sets 100): the KPL then sends a shard no more than
-    *     its quota, where at 150 % a third of what it sends past the quota is throttled and sent again, each retry
-    *     paying the per-byte and per-record work once more. Behind shard quotas the KPL's 150 % cost 1.17× the CPU per
-    *     record at the same link use (docs/benchmarks.md, "Cost per record").
+    *     its quota, where at the KPL's 150 % what it sends past the quota is throttled and sent again, each retry
+    *     paying the per-byte and per-record work once more (measured: docs/benchmarks.md, "Cost per record").
     */
   val writerDefaults: Map[String, String] =
     Map("MetricsLevel" -> "none", "EnableOldestFutureTracker" -> "false", "RateLimit" -> "100")
@@ -120,58 +119,5 @@ private[sparkkinesis] object KplSettings {
       s"Option kpl.$name is not a KPL setting.$hint KPL settings use their exact " +
         s"KinesisProducerConfiguration names: ${all.map(_.name).mkString(", ")}."
     )
-  }
-}
-
-/** Strict value parsing shared by writer and KPL options: errors name the option and the fix. */
-private[sparkkinesis] object Parse {
-  def long(option: String, v: String): Long =
-    longOption(v).getOrElse(throw bad(option, v, "a whole number"))
-
-  def int(option: String, v: String): Int =
-    longOption(v)
-      .filter(n => n.isValidInt)
-      .map(_.toInt)
-      .getOrElse(throw bad(option, v, "a whole number within 32-bit range"))
-
-  /** An int of at least 1; `expected` says what it counts when it is not. */
-  def positiveInt(option: String, v: String, expected: String): Int = {
-    val n = int(option, v)
-    if (n < 1) throw bad(option, v, expected)
-    n
-  }
-
-  /** `v.trim.toLongOption` (Scala 2.13 only). */
-  def longOption(v: String): Option[Long] =
-    try Some(java.lang.Long.parseLong(v.trim))
-    catch { case _: NumberFormatException => None }
-
-  def bool(option: String, v: String): Boolean = v.trim.toLowerCase(java.util.Locale.ROOT) match {
-    case "true"  => true
-    case "false" => false
-    case _       => throw bad(option, v, "true or false")
-  }
-
-  def oneOf(option: String, v: String, allowed: Seq[String]): String =
-    allowed.find(_.equalsIgnoreCase(v.trim)).getOrElse(throw bad(option, v, allowed.mkString(" or ")))
-
-  def bad(option: String, v: String, expected: String): IllegalArgumentException =
-    new IllegalArgumentException(s"Option $option='$v' is invalid: expected $expected.")
-}
-
-private[sparkkinesis] object Suggest {
-  def closest(word: String, candidates: Iterable[String]): Option[String] = {
-    val w = word.toLowerCase(java.util.Locale.ROOT)
-    val scored = candidates.map(c => c -> distance(w, c.toLowerCase(java.util.Locale.ROOT)))
-    scored.filter(_._2 <= math.max(2, w.length / 4)).toSeq.sortBy(_._2).headOption.map(_._1)
-  }
-
-  private def distance(a: String, b: String): Int = {
-    val d = Array.tabulate(a.length + 1, b.length + 1)((i, j) => if (i == 0) j else if (j == 0) i else 0)
-    for (i <- 1 to a.length; j <- 1 to b.length) {
-      val cost = if (a(i - 1) == b(j - 1)) 0 else 1
-      d(i)(j) = math.min(math.min(d(i - 1)(j) + 1, d(i)(j - 1) + 1), d(i - 1)(j - 1) + cost)
-    }
-    d(a.length)(b.length)
   }
 }

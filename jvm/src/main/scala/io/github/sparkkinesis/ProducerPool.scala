@@ -70,8 +70,8 @@ private[sparkkinesis] final class ProducerPool(
       config: ProducerConfig,
       label: String,
       idleTimeoutMs: Long,
-      queueLimit: Int = KinesisWriterOptions.DefaultQueueLimit,
-      maxOutstandingBytes: Long = KinesisWriterOptions.DefaultMaxOutstandingBytes
+      queueLimit: Int,
+      maxOutstandingBytes: Long
   ): SharedProducer = synchronized {
     val key = ProducerPool.Key(label, config, queueLimit, maxOutstandingBytes)
     producers.get(key) match {

@@ -11,7 +11,7 @@ class OptionsSuite extends AnyFunSuite {
 
   test("defaults: bounded queue, fail on error, KPL CloudWatch upload off") {
     val o = parse()
-    assert(o.queueLimit == KinesisWriterOptions.DefaultQueueLimit)
+    assert(o.queueLimit == 10000)
     assert(o.queueLimit < Int.MaxValue)
     assert(o.maxOutstandingBytes == 64L * 1024 * 1024)
     assert(o.failOnError)
@@ -54,7 +54,8 @@ class OptionsSuite extends AnyFunSuite {
     Seq("queue_limit" -> "ten") -> Seq("queue_limit='ten'", "whole number"),
     Seq("fail_on_error" -> "yes") -> Seq("fail_on_error='yes'", "true or false"),
     Seq("flush_timeout_ms" -> "-5") -> Seq("flush_timeout_ms='-5'", "positive"),
-    Seq("partitioner" -> "hash") -> Seq("partitioner='hash'", "'random', 'fixed', 'none'"),
+    Seq("partitioner" -> "hash") -> Seq("partitioner='hash'", "'random', 'fixed' or 'none'"),
+    Seq("stream_name" -> " ") -> Seq("stream_name=' ' is invalid: expected a non-empty string"),
     Seq("kpl.RecordTtl" -> "10") -> Seq("kpl.RecordTtl='10' is rejected by the KPL"),
     Seq("kpl.MaxConnections" -> "0") -> Seq("kpl.MaxConnections='0' is rejected by the KPL"),
     Seq("kpl.MaxConnections" -> "1000") -> Seq("kpl.MaxConnections='1000' is rejected by the KPL"),
@@ -73,7 +74,9 @@ class OptionsSuite extends AnyFunSuite {
     Seq("role_session_name" -> "n") -> Seq("only applies to assume-role", "role_arn"),
     Seq("role_arn" -> "my-role") -> Seq("not an IAM role ARN"),
     Seq("role_duration_seconds" -> "900") -> Seq("only applies to assume-role", "role_arn"),
-    Seq("role_arn" -> "arn:aws:iam::1:role/r", "role_duration_seconds" -> "0") -> Seq("role_duration_seconds='0'"),
+    Seq("role_arn" -> "arn:aws:iam::1:role/r", "role_duration_seconds" -> "0") -> Seq(
+      "role_duration_seconds='0' is invalid: expected a positive number of seconds"
+    ),
     Seq("profile_name" -> "p", "aws_access_key_id" -> "k", "aws_secret_access_key" -> "s") -> Seq("conflict")
   )
 
@@ -161,5 +164,16 @@ class OptionsSuite extends AnyFunSuite {
     val offered = KplSettings.all.map(_.name).toSet
     assert(setters -- notOffered.keySet -- offered == Set.empty, "settings of the KPL the writer does not offer")
     assert(offered -- setters == Set.empty, "settings the bundled KPL no longer has")
+  }
+
+  test("the facts resource in the jar carries every option, KPL setting and task total") {
+    val in = getClass.getClassLoader.getResourceAsStream(Facts.Resource)
+    assert(in != null, s"${Facts.Resource} is not on the classpath")
+    val text =
+      try scala.io.Source.fromInputStream(in, "UTF-8").mkString
+      finally in.close()
+    val names = KinesisWriterOptions.table.map(_.name) ++ KplSettings.all.map(_.name) ++ TaskTotals.names
+    assert(names.filterNot(n => text.contains(s""""$n"""")) == Nil)
+    assert(text.contains(""""expected": "at least 1 (records outstanding in the KPL per executor JVM)", "min": 1"""))
   }
 }

@@ -8,9 +8,9 @@ class PoolSuite extends AnyFunSuite {
 
   test("one producer per distinct config, reference-counted") {
     val f = new FakePool
-    val a1 = f.pool.acquire(cfgA, "s", 1000)
-    val a2 = f.pool.acquire(cfgA, "s", 1000)
-    val b = f.pool.acquire(cfgB, "s", 1000)
+    val a1 = f.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26)
+    val a2 = f.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26)
+    val b = f.pool.acquire(cfgB, "s", 1000, 10000, 1L << 26)
     assert(a1 eq a2)
     assert(a1 ne b)
     assert(a1.refs == 2 && f.created.size == 2)
@@ -18,7 +18,7 @@ class PoolSuite extends AnyFunSuite {
 
   test("idle producers close after their timeout, not before, and not while in use") {
     val f = new FakePool
-    val p = f.pool.acquire(cfgA, "s", 1000)
+    val p = f.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26)
     f.nowMs = 10
     f.pool.release(p)
     f.nowMs = 1009
@@ -28,7 +28,7 @@ class PoolSuite extends AnyFunSuite {
     f.pool.evictIdle()
     assert(f.last.destroyed)
     assert(f.pool.live.isEmpty)
-    val again = f.pool.acquire(cfgA, "s", 1000)
+    val again = f.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26)
     assert(again ne p, "a closed producer is never handed out again")
     f.nowMs = 1000000L
     f.pool.evictIdle()
@@ -37,10 +37,10 @@ class PoolSuite extends AnyFunSuite {
 
   test("a broken producer is never handed out; it closes when its last user leaves") {
     val f = new FakePool
-    val p = f.pool.acquire(cfgA, "s", 1000)
+    val p = f.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26)
     val dead = f.last
     p.markBroken()
-    val fresh = f.pool.acquire(cfgA, "s", 1000)
+    val fresh = f.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26)
     assert(fresh ne p)
     assert(!dead.destroyed, "still referenced by its task")
     f.pool.release(p)
@@ -50,9 +50,9 @@ class PoolSuite extends AnyFunSuite {
 
   test("each stream gets its own producer and metrics source; same-named sources get a suffix") {
     val f = new FakePool
-    val a = f.pool.acquire(cfgA, "orders", 1000)
-    val b = f.pool.acquire(cfgA, "clicks", 1000)
-    val a2 = f.pool.acquire(cfgB, "orders", 1000)
+    val a = f.pool.acquire(cfgA, "orders", 1000, 10000, 1L << 26)
+    val b = f.pool.acquire(cfgA, "clicks", 1000, 10000, 1L << 26)
+    val a2 = f.pool.acquire(cfgB, "orders", 1000, 10000, 1L << 26)
     assert(a ne b)
     assert(
       Seq(a, b, a2)
@@ -62,8 +62,8 @@ class PoolSuite extends AnyFunSuite {
 
   test("closeAll destroys every producer") {
     val f = new FakePool
-    f.pool.acquire(cfgA, "s", 1000)
-    f.pool.acquire(cfgB, "s", 1000)
+    f.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26)
+    f.pool.acquire(cfgB, "s", 1000, 10000, 1L << 26)
     f.pool.closeAll()
     assert(f.created.toArray.forall(_.asInstanceOf[FakeProducer].destroyed))
   }

@@ -44,4 +44,18 @@ class SparkLineCheckSuite extends AnyFunSuite {
     assert(two.contains("Keep only io.github.spark-kinesis:spark-kinesis-3.5_2.12:1.0.0."))
     assert(problem("3.5.9", "2.12.18").contains("no Spark-line jar is"))
   }
+
+  test("the supported lines come from the bundle's lines.properties (project/SparkLines.scala)") {
+    val lines = SparkLineCheck.lines()
+    assert(lines.scalas.get("3.5").asScala == Seq("2.12", "2.13") && lines.scalas.get("4").asScala == Seq("2.13"))
+    assert(lines.supported() == "Spark 3.5 (Scala 2.12 or 2.13) and Spark 4.x (Scala 2.13)")
+    assert(SparkLineCheck.lineOf("3.5.6-amzn-2") == "3.5" && SparkLineCheck.lineOf("3.50.0") == null)
+  }
+
+  test("a line jar of a line this bundle does not know is named by its own marker") {
+    val other = marker("5", "2.13", "file:/x/spark-kinesis-5_2.13.jar")
+    other.artifact = "spark-kinesis-5_2.13"
+    val p = problem("4.0.1", "2.13.16", other)
+    assert(p.contains("(io.github.spark-kinesis:spark-kinesis-5_2.13:1.0.0, at file:/x/spark-kinesis-5_2.13.jar)"), p)
+  }
 }

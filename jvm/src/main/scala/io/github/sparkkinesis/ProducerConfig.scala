@@ -1,0 +1,82 @@
+package io.github.sparkkinesis
+
+import scala.collection.immutable.SortedMap
+
+/** The driver's default region from its environment or profile; never EC2 metadata (slow or absent off EC2, and the
+  * executors' answer may differ anyway).
+  */
+private[sparkkinesis] object DriverRegion {
+  import software.amazon.awssdk.regions.providers.{AwsProfileRegionProvider, SystemSettingsRegionProvider}
+
+  def lookup(profile: Option[String]): Option[String] = {
+    def attempt(f: => software.amazon.awssdk.regions.Region) =
+      try Option(f).map(_.id())
+      catch { case scala.util.control.NonFatal(_) => None }
+    attempt(new SystemSettingsRegionProvider().getRegion)
+      .orElse(attempt(new AwsProfileRegionProvider(null, profile.orNull).getRegion))
+  }
+}
+
+/** The KPL endpoint: always TLS, a bare host and a port. */
+private[sparkkinesis] final case class Endpoint(host: String, port: Int) {
+  override def toString: String = s"https://$host:$port"
+}
+
+/** Who builds the aggregates: the writer, per shard before the daemon (one record per aggregate reaches the daemon), or
+  * the KPL daemon from the user records it gets one by one.
+  */
+private[sparkkinesis] sealed abstract class Aggregation(val name: String) extends Serializable
+private[sparkkinesis] object Aggregation {
+  case object Writer extends Aggregation("writer")
+  case object Kpl extends Aggregation("kpl")
+  val all: Seq[Aggregation] = Seq(Writer, Kpl)
+
+  /** The daemon's RecordMaxBufferedTime when the writer aggregates (at most the user's). */
+  val DaemonBufferMs = 1L
+}
+
+/** The KPL-facing part of the options: two writers with equal configs share one KPL daemon. */
+private[sparkkinesis] final case class ProducerConfig(
+    region: Option[String],
+    endpoint: Option[Endpoint],
+    credentials: Credentials,
+    kpl: SortedMap[String, String],
+    aggregation: Aggregation = Aggregation.Kpl
+) {
+
+  /** The final KPL settings as the user sees them: writer defaults, then the user's, then region and endpoint. */
+  def kplSettings: Map[String, String] =
+    KplSettings.writerDefaults ++ kpl ++ region.map("Region" -> _) ++ endpoint.toSeq.flatMap { e =>
+      Seq("KinesisEndpoint" -> e.host, "KinesisPort" -> e.port.toString)
+    }
+
+  /** Whether the writer builds the aggregates (aggregation='writer', unless the user turned aggregation off). */
+  def aggregatesInWriter: Boolean =
+    aggregation == Aggregation.Writer && kplSettings.get("AggregationEnabled").forall(_.trim.toBoolean)
+
+  /** What the daemon is started with. When the writer aggregates, the daemon gets one record per aggregate: its own
+    * aggregation stays on with one record each (so it still predicts each aggregate's shard, rate-limits that shard and
+    * re-sends what lands elsewhere, kpl-notes §8) and it waits at most [[Aggregation.DaemonBufferMs]] to collect them
+    * into a PutRecords, as the writer's linger already took the user's RecordMaxBufferedTime.
+    */
+  def daemonSettings: Map[String, String] = {
+    val s = kplSettings
+    if (!aggregatesInWriter) s
+    else
+      s ++ Map(
+        "AggregationEnabled" -> "true",
+        "AggregationMaxCount" -> "1",
+        "RecordMaxBufferedTime" -> math
+          .min(Aggregation.DaemonBufferMs, s.get("RecordMaxBufferedTime").map(_.trim.toLong).getOrElse(100L))
+          .toString
+      )
+  }
+
+  override def toString: String = {
+    val shownKpl = kpl.map { case (k, v) =>
+      if (KplSettings.byName.get(k).exists(_.secret)) k -> Redact.secret else k -> v
+    }
+    s"ProducerConfig(region=${region.getOrElse("<default>")}, endpoint=${endpoint.getOrElse("<default>")}, " +
+      s"credentials=$credentials, aggregation=${aggregation.name}, kpl=${shownKpl.map { case (k, v) => s"$k=$v" }.mkString("{", ", ", "}")})"
+  }
+}
