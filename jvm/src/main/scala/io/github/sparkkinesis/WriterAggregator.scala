@@ -149,28 +149,27 @@ private[sparkkinesis] final class ShardBuffer(
   def add(p: Pending, out: ArrayBuffer[Aggregate]): Boolean = {
     if (entries.nonEmpty && sizeWith(p, fresh = false) + firstKeyBytes > settings.maxSize) out += seal()
     val opened = entries.isEmpty
-    val key = p.record.partitionKey
-    val existing = keys.get(key)
-    if (existing == null) {
-      p.keyIndex = keys.size
-      size += Aggregate.tableEntryBytes(p.keyBytes)
-      keys.put(key, p.keyIndex)
-    } else p.keyIndex = existing.intValue
+    p.keyIndex = indexIn(keys, p.record.partitionKey, p.keyBytes)
     val hk = p.record.explicitHashKey
-    if (hk != null) {
-      val h = hashKeys.get(hk)
-      if (h == null) {
-        p.hashKeyIndex = hashKeys.size
-        size += Aggregate.tableEntryBytes(hk.length)
-        hashKeys.put(hk, p.hashKeyIndex)
-      } else p.hashKeyIndex = h.intValue
-    } else p.hashKeyIndex = -1
+    p.hashKeyIndex = if (hk == null) -1 else indexIn(hashKeys, hk, hk.length)
     size += Aggregate.recordBytes(p.keyIndex, p.hashKeyIndex, p.bytes)
     if (opened) firstKeyBytes = p.keyBytes
     entries += p
     if (states.isEmpty || !(states.last eq p.state) && !states.exists(_ eq p.state)) states += p.state
     if (entries.length >= settings.maxCount) out += seal()
     opened
+  }
+
+  /** `s`'s index in a key table, adding it (and its bytes to the size) when new. */
+  private def indexIn(table: java.util.LinkedHashMap[String, Integer], s: String, bytes: Int): Int = {
+    val known = table.get(s)
+    if (known != null) known.intValue
+    else {
+      val i = table.size
+      size += Aggregate.tableEntryBytes(bytes)
+      table.put(s, i)
+      i
+    }
   }
 
   def isEmpty: Boolean = entries.isEmpty
