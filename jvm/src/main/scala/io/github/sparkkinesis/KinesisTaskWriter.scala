@@ -80,7 +80,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
     catch {
       case e: Throwable =>
         s.pending.decrementAndGet()
-        s.release(bytes)
+        producer.bound.release(1, bytes.toLong)
         throw translate(record, e)
     }
     s.written += 1
@@ -243,9 +243,6 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     bound.release(n, bytes)
     if (pending.addAndGet(-n.toLong) == 0 || firstError.get != null) bound.latch.trigger()
   }
-
-  /** Gives back the room of a record whose put threw. */
-  def release(bytes: Int): Unit = bound.release(1, bytes.toLong)
 
   /** Rethrows the first async failure (fail_on_error), wrapped so the stack shows the caller. */
   def check(): Unit = {

@@ -50,6 +50,10 @@ private[sparkkinesis] final case class ProducerConfig(
       Seq("KinesisEndpoint" -> e.host, "KinesisPort" -> e.port.toString)
     }
 
+  /** The user's KPL settings as the KPL reads them: its own defaults where none is set. */
+  def kpc: software.amazon.kinesis.producer.KinesisProducerConfiguration =
+    KplSettings.applyTo(new software.amazon.kinesis.producer.KinesisProducerConfiguration(), kplSettings)
+
   /** Whether the writer builds the aggregates (aggregation='writer', unless the user turned aggregation off). */
   def aggregatesInWriter: Boolean =
     aggregation == Aggregation.Writer && kplSettings.get("AggregationEnabled").forall(_.trim.toBoolean)
@@ -66,9 +70,7 @@ private[sparkkinesis] final case class ProducerConfig(
       s ++ Map(
         "AggregationEnabled" -> "true",
         "AggregationMaxCount" -> "1",
-        "RecordMaxBufferedTime" -> math
-          .min(Aggregation.DaemonBufferMs, s.get("RecordMaxBufferedTime").map(_.trim.toLong).getOrElse(100L))
-          .toString
+        "RecordMaxBufferedTime" -> math.min(Aggregation.DaemonBufferMs, kpc.getRecordMaxBufferedTime).toString
       )
   }
 

@@ -30,8 +30,7 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
         new WriterAggregator(
           client,
           client.streamMetadata(),
-          AggregationSettings.of(config.kplSettings),
-          config.kplSettings.get("DescribeStreamSummaryIntervalMs").map(_.trim.toLong).getOrElse(300000L),
+          AggregationSettings.of(config.kpc),
           metrics,
           () => markBroken(),
           p => KinesisTaskWriter.putAlone(client, p.record, p.state, p.bytes, p.startNanos),

@@ -23,14 +23,12 @@ private[sparkkinesis] final class RecordBound(val queueLimit: Int, val maxBytes:
   val tryReserve: Int => Boolean = QueueLimiter.reserve(queueLimit, maxBytes, records, bytes)
 
   /** Gives back the room `n` records of `size` bytes in all held; wakes writers once both bounds are at their resume
-    * mark. Returns whether it woke them.
+    * mark.
     */
-  def release(n: Int, size: Long): Boolean = {
+  def release(n: Int, size: Long): Unit = {
     val r = records.addAndGet(-n.toLong)
     val b = bytes.addAndGet(-size)
-    val room = r <= resumeRecords && b <= resumeBytes
-    if (room) latch.trigger()
-    room
+    if (r <= resumeRecords && b <= resumeBytes) latch.trigger()
   }
 
   override def toString: String = s"RecordBound(queue_limit=$queueLimit, max_outstanding_bytes=$maxBytes)"

@@ -16,14 +16,17 @@ private[sparkkinesis] final class HashKey(val hi: Long, val lo: Long) {
 }
 
 private[sparkkinesis] object HashKey {
-  private val md5 = new ThreadLocal[MessageDigest] {
+  private val digests = new ThreadLocal[MessageDigest] {
     override def initialValue(): MessageDigest = MessageDigest.getInstance("MD5")
   }
+
+  /** This thread's MD5 (partition keys, and an aggregate's checksum). */
+  def md5: MessageDigest = digests.get
 
   def ofPartitionKey(key: String): HashKey = ofKeyBytes(key.getBytes(StandardCharsets.UTF_8))
 
   /** The MD5 of a partition key's UTF-8 bytes. */
-  def ofKeyBytes(key: Array[Byte]): HashKey = ofDigest(md5.get.digest(key))
+  def ofKeyBytes(key: Array[Byte]): HashKey = ofDigest(md5.digest(key))
 
   /** `explicitHashKey` if set (a decimal string the row converter checked), else the partition key's MD5. */
   def of(partitionKey: String, explicitHashKey: String): HashKey =

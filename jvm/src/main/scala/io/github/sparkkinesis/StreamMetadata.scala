@@ -43,18 +43,17 @@ private[sparkkinesis] final class SdkStreamMetadata(config: ProducerConfig, cred
     extends StreamMetadata {
   import SdkStreamMetadata._
 
-  private val settings = config.kplSettings
-
   private val client: KinesisClient = {
-    val verify = settings.get("VerifyCertificate").forall(_.trim.toBoolean)
+    val c = config.kpc // the settings the daemon gets, with the KPL's defaults
     val http = Apache5HttpClient.builder()
-    settings.get("ProxyHost").foreach { host =>
-      val port = settings.get("ProxyPort").map(_.trim).getOrElse("443")
+    if (c.getProxyHost.nonEmpty)
       http.proxyConfiguration(
-        ProxyConfiguration.builder().endpoint(URI.create(s"http://$host:$port")).useSystemPropertyValues(false).build()
+        ProxyConfiguration
+          .builder()
+          .endpoint(URI.create(s"http://${c.getProxyHost}:${c.getProxyPort}"))
+          .useSystemPropertyValues(false)
+          .build()
       )
-    }
-    val timeoutMs = settings.get("RequestTimeout").map(_.trim.toLong).getOrElse(6000L)
     val b = KinesisClient
       .builder()
       .credentialsProvider(credentials)
@@ -62,16 +61,16 @@ private[sparkkinesis] final class SdkStreamMetadata(config: ProducerConfig, cred
         http.buildWithDefaults(
           AttributeMap
             .builder()
-            .put(SdkHttpConfigurationOption.TRUST_ALL_CERTIFICATES, java.lang.Boolean.valueOf(!verify))
+            .put(SdkHttpConfigurationOption.TRUST_ALL_CERTIFICATES, java.lang.Boolean.valueOf(!c.isVerifyCertificate))
             .build()
         )
       )
       .overrideConfiguration(
-        ClientOverrideConfiguration.builder().apiCallAttemptTimeout(Duration.ofMillis(timeoutMs)).build()
+        ClientOverrideConfiguration.builder().apiCallAttemptTimeout(Duration.ofMillis(c.getRequestTimeout)).build()
       )
-    settings.get("Region").foreach(r => b.region(Region.of(r.trim)))
-    for (host <- settings.get("KinesisEndpoint"); port = settings.get("KinesisPort").map(_.trim).getOrElse("443"))
-      b.endpointOverride(URI.create(s"https://${host.trim}:$port"))
+    if (c.getRegion.nonEmpty) b.region(Region.of(c.getRegion))
+    if (c.getKinesisEndpoint.nonEmpty)
+      b.endpointOverride(URI.create(s"https://${c.getKinesisEndpoint}:${c.getKinesisPort}"))
     b.build()
   }
 

@@ -1,7 +1,6 @@
 package io.github.sparkkinesis
 
 import java.nio.ByteBuffer
-import java.security.MessageDigest
 import java.util.concurrent.{
   ConcurrentHashMap,
   DelayQueue,
@@ -36,17 +35,26 @@ private[sparkkinesis] final class Pending(
   private[sparkkinesis] var hashKeyIndex = -1
 }
 
-/** The user's aggregation settings, applied by the writer (the daemon then gets one record per aggregate). */
-private[sparkkinesis] final case class AggregationSettings(maxSize: Long, maxCount: Long, lingerMs: Long)
+/** The user's aggregation settings, applied by the writer (the daemon then gets one record per aggregate), and how
+  * often a stream's layout is read again (`DescribeStreamSummaryIntervalMs`, as the KPL re-reads the strategy).
+  */
+private[sparkkinesis] final case class AggregationSettings(
+    maxSize: Long,
+    maxCount: Long,
+    lingerMs: Long,
+    recheckMs: Long
+)
 
 private[sparkkinesis] object AggregationSettings {
 
-  /** From the KPL settings the user gave (the KPL's defaults where none). */
-  def of(kpl: Map[String, String]): AggregationSettings = AggregationSettings(
-    kpl.get("AggregationMaxSize").map(_.trim.toLong).getOrElse(51200L),
-    kpl.get("AggregationMaxCount").map(_.trim.toLong).getOrElse(4294967295L),
-    kpl.get("RecordMaxBufferedTime").map(_.trim.toLong).getOrElse(100L)
-  )
+  /** From the user's settings as the KPL reads them ([[ProducerConfig.kpc]]: its defaults where none). */
+  def of(c: software.amazon.kinesis.producer.KinesisProducerConfiguration): AggregationSettings =
+    AggregationSettings(
+      c.getAggregationMaxSize,
+      c.getAggregationMaxCount,
+      c.getRecordMaxBufferedTime,
+      c.getDescribeStreamSummaryIntervalMs
+    )
 }
 
 /** A sealed aggregate: its user records, the shard it was built for, and its bytes in the KPL's aggregated format. */
@@ -57,7 +65,6 @@ private[sparkkinesis] final class Aggregate(
     val encoded: Array[Byte]
 ) {
   def records: Int = entries.length
-  def bytes: Long = entries.iterator.map(_.bytes.toLong).sum
 }
 
 private[sparkkinesis] object Aggregate {
@@ -65,10 +72,6 @@ private[sparkkinesis] object Aggregate {
   /** The KPL's aggregated-record magic (kpl-notes §6): the format's own constant, ahead of the protobuf and its MD5. */
   val Magic: Array[Byte] = Array(0xf3, 0x89, 0x9a, 0xc2).map(_.toByte)
   val FrameBytes: Int = Magic.length + 16
-
-  private val md5 = new ThreadLocal[MessageDigest] {
-    override def initialValue(): MessageDigest = MessageDigest.getInstance("MD5")
-  }
 
   /** Serializes `entries` with the KPL's own protobuf classes: magic, `AggregatedRecord`, MD5 of the protobuf. */
   def encode(entries: Array[Pending], keys: Seq[String], hashKeys: Seq[String]): Array[Byte] = {
@@ -91,7 +94,7 @@ private[sparkkinesis] object Aggregate {
     val coded = CodedOutputStream.newInstance(out, Magic.length, n)
     message.writeTo(coded)
     coded.checkNoSpaceLeft()
-    val digest = md5.get
+    val digest = HashKey.md5
     digest.update(out, Magic.length, n)
     digest.digest(out, Magic.length + n, 16)
     out
@@ -227,8 +230,7 @@ private[sparkkinesis] final class StreamState(val name: String) {
 private[sparkkinesis] final class WriterAggregator(
     client: ProducerClient,
     metadata: StreamMetadata,
-    val settings: AggregationSettings,
-    strategyCheckIntervalMs: Long,
+    settings: AggregationSettings,
     metrics: ProducerMetrics,
     markBroken: () => Unit,
     sendAlone: Pending => Unit,
@@ -260,16 +262,15 @@ private[sparkkinesis] final class WriterAggregator(
     }
   })
 
-  /** Takes `p` into an aggregate, or sends it alone (see the class comment). Runs on the writer's thread; the first
-    * record of a stream reads its map there.
+  /** Takes `p` (a record with a partition key) into an aggregate, or sends it alone (see the class comment). Runs on
+    * the writer's thread; the first record of a stream reads its map there.
     */
   def add(p: Pending): Unit = {
-    if (p.record.partitionKey == null) return sendAlone(p)
     val s = stream(p.record.stream)
     val layout = s.layout
     if (layout == null) return sendAlone(p)
     // Re-read now and then: the strategy may change either way (AUTO or back), and a reshard shows here too.
-    if (System.nanoTime() - s.checkedAtNanos > strategyCheckIntervalMs * 1000000L) refreshLater(s)
+    if (System.nanoTime() - s.checkedAtNanos > settings.recheckMs * 1000000L) refreshLater(s)
     if (layout.auto) return sendAlone(p)
     val i = layout.shards.indexOf(p.key)
     val buffers = s.buffers
@@ -308,7 +309,7 @@ private[sparkkinesis] final class WriterAggregator(
       catch {
         case e: Throwable =>
           if (e.isInstanceOf[DaemonException]) markBroken()
-          complete(a, Left(e))
+          complete(a.entries, Left(e))
           return
       }
     metrics.aggregatesSent.inc()
@@ -321,11 +322,8 @@ private[sparkkinesis] final class WriterAggregator(
     case Right(r) if r.getShardId != null && r.getShardId != a.shard.id =>
       metrics.misplacedAggregates.inc()
       background.execute(() => misplaced(a, r))
-    case other => complete(a, other)
+    case other => complete(a.entries, other)
   }
-
-  private def complete(a: Aggregate, result: Either[Throwable, UserRecordResult]): Unit =
-    WriterAggregator.complete(a.entries, result)
 
   /** `a` landed in `r.getShardId`: read the map again; its records whose hash key that shard holds are delivered, the
     * others are routed again (counted as re-sent).
@@ -337,7 +335,7 @@ private[sparkkinesis] final class WriterAggregator(
     val (kept, again) =
       if (layout == null) (Array.empty[Pending], a.entries)
       else a.entries.partition(e => layout.shards.contains(r.getShardId, e.key))
-    if (kept.nonEmpty) WriterAggregator.complete(kept, Right(r))
+    if (kept.nonEmpty) complete(kept, Right(r))
     if (again.nonEmpty) {
       metrics.resentRecords.inc(again.length.toLong)
       log.info(
@@ -346,7 +344,7 @@ private[sparkkinesis] final class WriterAggregator(
       )
       again.foreach { p =>
         try add(p)
-        catch { case scala.util.control.NonFatal(e) => WriterAggregator.complete(Array(p), Left(e)) }
+        catch { case scala.util.control.NonFatal(e) => complete(Array(p), Left(e)) }
       }
     }
   }
