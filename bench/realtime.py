@@ -6,8 +6,9 @@ records/s, paced every 10 ms); one real-time query per run (``trigger(realTime=.
 reads them and writes either
 
 - ``kafka``: Spark's own Kafka sink (the anchor: the same query, an allowlisted sink that sends as rows arrive), or
-- ``kinesis``: ``foreach(KinesisWriter(...))`` with the KPL's defaults (``RecordMaxBufferedTime`` 100 ms), or
-- ``kinesis_rmbt20``: the same with ``RecordMaxBufferedTime`` 20 ms.
+- ``kinesis``: ``foreach(KinesisWriter(...))`` with its defaults (``RecordMaxBufferedTime`` 100 ms), or
+- ``kinesis_rmbt20``: the same with ``RecordMaxBufferedTime`` 20 ms, or
+- ``kinesis_kpl``: the same with ``aggregation="kpl"`` (the KPL daemon aggregates; the same 100 ms linger).
 
 Latency = arrival minus the Kafka input record's timestamp (the input topic's broker LogAppendTime, which the query
 carries into each record's data). Arrival: Kinesis's ``ApproximateArrivalTimestamp`` of the record holding it
@@ -19,7 +20,8 @@ back (record by record: the id, its key and its timestamp), and the batch must n
 ``queue_limit`` is sampled every 10 ms over the measured records.
 
 Prints ``bench: rt_added_p50_ms=… rt_added_p99_ms=… rt_p99_ratio_10k=… rt_max_in_flight_over_limit=…`` (added =
-``kinesis`` minus ``kafka`` at 1,000 records/s; the ratio is ``kinesis``'s p99 at 10,000 over 1,000) and writes
+``kinesis`` minus ``kafka`` at 1,000 records/s; the ratio is ``kinesis``'s p99 at 10,000 over 1,000) and
+``rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=…`` (``kinesis`` over ``kinesis_kpl`` at 1,000 records/s) and writes
 bench/results/realtime-<stamp>.json and docs/img/realtime_latency.png. Knobs: BENCH_RT_SECONDS [20], BENCH_RT_WARM_S
 [1], BENCH_RT_RATES [1000,10000].
 """
@@ -50,10 +52,12 @@ from spark_kinesis_testkit.kafka import KafkaBroker, connector_jars  # noqa: E40
 SECONDS = float(os.environ.get("BENCH_RT_SECONDS", "20"))
 WARM_S = float(os.environ.get("BENCH_RT_WARM_S", "1"))
 RATES = [int(r) for r in os.environ.get("BENCH_RT_RATES", "1000,10000").split(",")]
+# The writer's options per variant (KPL settings under "kpl"); None: Spark's Kafka sink.
 VARIANTS: dict[str, dict[str, Any] | None] = {
     "kafka": None,
     "kinesis": {},
-    "kinesis_rmbt20": {"RecordMaxBufferedTime": 20},
+    "kinesis_rmbt20": {"kpl": {"RecordMaxBufferedTime": 20}},
+    "kinesis_kpl": {"aggregation": "kpl"},
 }
 QUEUE_LIMIT = 10000  # the writer's default
 PARTITIONS = 2
@@ -161,8 +165,8 @@ def run_one(spark: Any, kafka: KafkaBroker, kin: backends.Backend, variant: str,
             "CAST(CONCAT(CAST(value AS STRING), '|', CAST(unix_millis(timestamp) AS STRING)) AS BINARY) AS data",
         )
     )
-    kpl = VARIANTS[variant]
-    if kpl is None:
+    options = VARIANTS[variant]
+    if options is None:
         out = f"out-{tag}"
         kafka.create_topic(out, PARTITIONS, config=LOG_APPEND)
         sw = (
@@ -177,8 +181,8 @@ def run_one(spark: Any, kafka: KafkaBroker, kin: backends.Backend, variant: str,
 
         out = f"rt-{tag}"
         kin.create_stream(out, SHARDS)
-        opts = kin.endpoint_options()
-        opts["kpl"] = {**opts["kpl"], **kpl}
+        opts = {**kin.endpoint_options(), **options}
+        opts["kpl"] = {**kin.endpoint_options()["kpl"], **options.get("kpl", {})}
         writer = KinesisWriter(stream_name=out, queue_limit=QUEUE_LIMIT, **opts)
         sw = df.writeStream.foreach(writer)
     ckpt = tempfile.mkdtemp(prefix="bench-rt-")
@@ -194,12 +198,12 @@ def run_one(spark: Any, kafka: KafkaBroker, kin: backends.Backend, variant: str,
 
     total = int(rate * SECONDS)
     warm = range(-int(rate * 2), 0)  # 2 s at the rate, before the measured ids: the query and the sink warmed up
-    reader: Any = KafkaArrivals(kafka.bootstrap, out) if kpl is None else KinesisArrivals(kin.client(), out)
+    reader: Any = KafkaArrivals(kafka.bootstrap, out) if options is None else KinesisArrivals(kin.client(), out)
     try:
         produce_steadily(kafka.bootstrap, topic_in, rate, warm)
         wait_all(reader, warm, 180, f"{variant} warm-up")
         sampler = threading.Thread(target=sample, daemon=True)
-        if kpl is not None:
+        if options is not None:
             sampler.start()
         produce_steadily(kafka.bootstrap, topic_in, rate, range(total))
         wait_all(reader, range(total), 180, f"{variant} at {rate}/s")
@@ -280,6 +284,9 @@ def main() -> int:
         "rt_added_p50_ms_rmbt20": by[("kinesis_rmbt20", lo)]["p50_ms"] - by[("kafka", lo)]["p50_ms"],
         "rt_added_p99_ms_rmbt20": by[("kinesis_rmbt20", lo)]["p99_ms"] - by[("kafka", lo)]["p99_ms"],
         "rt_p99_ratio_10k": by[("kinesis", hi)]["p99_ms"] / by[("kinesis", lo)]["p99_ms"],
+        # the writer (aggregation='writer') over the KPL's own aggregation, at the low rate (issue 26: within 10 %)
+        "rt_p50_ratio_vs_kpl_agg": by[("kinesis", lo)]["p50_ms"] / by[("kinesis_kpl", lo)]["p50_ms"],
+        "rt_p99_ratio_vs_kpl_agg": by[("kinesis", lo)]["p99_ms"] / by[("kinesis_kpl", lo)]["p99_ms"],
         "rt_max_in_flight_over_limit": max(r["max_in_flight"] or 0 for r in runs) / QUEUE_LIMIT,
     }
     results = HERE / "results"

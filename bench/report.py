@@ -16,8 +16,9 @@ IMG = ROOT / "docs" / "img"
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
 VARIANTS = {
-    "writer": "KinesisWriter (KPL)",
-    "sink": 'format("kinesis") sink (KPL)',
+    "writer": "KinesisWriter (aggregation='writer')",
+    "writer_kpl": "KinesisWriter, aggregation='kpl'",
+    "sink": 'format("kinesis") sink',
     "writer_b": "foreach writer again, second stream (A/A control)",
     "boto3": "foreachBatch + boto3 put_records",
     "boto3_agg": "foreachBatch + aws-kinesis-agg + boto3",
@@ -199,11 +200,65 @@ def _shard_axis(ax: Any, label: str) -> None:
     ax.legend(fontsize=8)
 
 
+def agg_goals(result: dict[str, Any], sm: dict[str, Any], row: Any) -> None:
+    """The writer's aggregation (issue 26) against its goals: unthrottled rate and CPU over the aws-kinesis-agg + boto3
+    loop and the KPL's own aggregation (aggregation='kpl'), throttling behind quotas, latency at a low steady rate."""
+    net, ratio = _med(sm, "cpu_s_per_m_writer_net"), _med(sm, "cpu_ratio_vs_agg")
+    if net is not None and ratio is not None:
+        row(
+            "CPU s per million 100 B records, net of Spark: writer / aws-kinesis-agg + boto3; their ratio",
+            f"{_r(sm, 'cpu_s_per_m_writer_net', 1)} / {_r(sm, 'cpu_s_per_m_boto3_agg_net', 1)}; "
+            f"{_r(sm, 'cpu_ratio_vs_agg', 2, '×')}",
+            "≤ 5; ≤ 0.4×",
+            net <= 5 and ratio <= 0.4,
+        )
+    if _med(sm, "cpu_ratio_vs_kpl_agg") is not None:
+        row(
+            "CPU per record (net), writer / aggregation='kpl', 100 B",
+            f"{_r(sm, 'cpu_ratio_vs_kpl_agg', 2, '×')} ({_r(sm, 'cpu_s_per_m_writer_kpl_net', 1)} CPU-s per million)",
+            "",
+            None,
+        )
+    va = _med(sm, "ratio_vs_agg")
+    if va is not None:
+        row("rate, writer / aws-kinesis-agg + boto3, 100 B", _r(sm, "ratio_vs_agg", 2, "×"), "≥ 2.5×", va >= 2.5)
+    for p, label in ((100, "100 B"), (1024, "1 KiB"), (10240, "10 KiB")):
+        vk = _med(sm, f"writer_vs_kpl_agg_{p}")
+        if vk is not None:
+            row(
+                f"rate, writer / aggregation='kpl', {label}",
+                _r(sm, f"writer_vs_kpl_agg_{p}", 2, "×"),
+                "" if p == 100 else "no worse (≥ 0.95×)",
+                None if p == 100 else vk >= 0.95,
+            )
+    if _med(sm, "writer_100_records_per_aggregate") is not None:
+        row("user records per aggregate, writer, 100 B", _r(sm, "writer_100_records_per_aggregate", 0), "", None)
+    if "limited_writer_kpl_throttled" in sm:
+        a, k = sm["limited_writer_throttled"], sm["limited_writer_kpl_throttled"]
+        row(
+            "behind shard quotas, 100 B: throttled records, writer / aggregation='kpl'",
+            f"{a:,} / {k:,}",
+            "no more than aggregation='kpl'",
+            a <= k,
+        )
+    rt = result.get("realtime", {}).get("summary", {})
+    if "rt_p50_ratio_vs_kpl_agg" in rt:
+        p50, p99 = rt["rt_p50_ratio_vs_kpl_agg"], rt["rt_p99_ratio_vs_kpl_agg"]
+        row(
+            "latency at 1,000 records/s (real-time mode), writer / aggregation='kpl': p50; p99",
+            f"{p50:.2f}×; {p99:.2f}×",
+            "≤ 1.1×",
+            p50 <= 1.1 and p99 <= 1.1,
+        )
+
+
 def plot_scale(result: dict[str, Any], img: Path) -> Path | None:
     """CPU per record (net) and link use against shards, one column per record size, a line per executor count."""
     runs = result.get("scale_runs")
     if not runs:
         return None
+    agg = [r for r in runs if r["variant"] == "writer_kpl"]
+    runs = [r for r in runs if r["variant"] == "writer"]
     plt = _plt()
     sizes = sorted({r["payload"] for r in runs})
     fig, axes = plt.subplots(2, len(sizes), figsize=(5 * len(sizes), 7.5), squeeze=False)
@@ -217,6 +272,11 @@ def plot_scale(result: dict[str, Any], img: Path) -> Path | None:
             name = f"{e} executor{'s' if e > 1 else ''}"
             axes[0][col].plot(xs, [r["cpu_s_per_m_net"] for _, r in pts], "o-", color=color, label=name)
             axes[1][col].plot(xs, [100 * (r["link_use"] or 0) for _, r in pts], "o-", color=color, label=name)
+            pts = sorted((r["shards"], r) for r in agg if r["payload"] == size and r["executors"] == e)
+            if pts:  # aggregation="kpl"
+                xs, name = [x for x, _ in pts], f"{name}, aggregation='kpl'"
+                axes[0][col].plot(xs, [r["cpu_s_per_m_net"] for _, r in pts], "s--", color=color, label=name)
+                axes[1][col].plot(xs, [100 * (r["link_use"] or 0) for _, r in pts], "s--", color=color, label=name)
         link = runs[0]["link_bytes_per_s"] if size == runs[0]["payload"] else None
         link = next(r["link_bytes_per_s"] for r in runs if r["payload"] == size) if link is None else link
         axes[0][col].set_title(f"{labels.get(size, f'{size} B')} records, link {link / 2**20:g} MiB/s over the shards")
@@ -330,7 +390,7 @@ def table(result: dict[str, Any], source: str) -> str:
 
     for p, label in ((100, "100 B"), (10240, "10 KiB")):
         n = cfg["rows"] if p == 100 else cfg["rows_10k"]
-        for v in ("writer", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
+        for v in ("writer", "writer_kpl", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
             if f"{v}_{p}_records_per_s" in sm:
                 row(
                     f"{VARIANTS[v]}, {label} × {n:,}",
@@ -368,13 +428,14 @@ def table(result: dict[str, Any], source: str) -> str:
         )
     if "limited_writer_records_per_s" in sm:
         n = cfg.get("rows_limited", 0)
-        for v in ("writer", "boto3", "boto3_agg"):
-            row(
-                f"{VARIANTS[v]}, 100 B × {n:,}, behind shard quotas",
-                f"{_r(sm, f'limited_{v}_records_per_s', 0)} rec/s",
-                "",
-                None,
-            )
+        for v in ("writer", "writer_kpl", "boto3", "boto3_agg"):
+            if f"limited_{v}_records_per_s" in sm:
+                row(
+                    f"{VARIANTS[v]}, 100 B × {n:,}, behind shard quotas",
+                    f"{_r(sm, f'limited_{v}_records_per_s', 0)} rec/s, {sm[f'limited_{v}_throttled']:,} throttled",
+                    "",
+                    None,
+                )
         row("ratio writer / boto3, behind shard quotas", _r(sm, "limited_ratio_vs_boto3", 2, "×"), "", None)
         row(
             "ratio writer / aws-kinesis-agg + boto3, behind shard quotas",
@@ -384,21 +445,26 @@ def table(result: dict[str, Any], source: str) -> str:
         )
     k, c = _med(sm, "ratio_vs_kpl"), _med(sm, "cpu_ratio_vs_kpl")
     row(
-        "wall throughput, writer / bare KPL loop (100 B)",
+        "wall throughput, writer with aggregation='kpl' / bare KPL loop (100 B)",
         _r(sm, "ratio_vs_kpl", 2, "×"),
         "≥ 0.9×",
         None if k is None else k >= 0.9,
     )
     row(
-        "CPU per record, writer (net of Spark's row generation) / bare KPL loop",
+        "CPU per record, writer with aggregation='kpl' (net of Spark's row generation) / bare KPL loop",
         _r(sm, "cpu_ratio_vs_kpl", 2, "×"),
         "≤ 1.25×",
         None if c is None else c <= 1.25,
     )
-    row("CPU per record, writer incl. Spark / bare KPL loop", _r(sm, "cpu_ratio_vs_kpl_gross", 2, "×"), "", None)
     row(
-        "CPU s per million records: writer net / Spark generation / bare loop",
-        " / ".join(_r(sm, f"cpu_s_per_m_{k}", 1) for k in ("writer_net", "generation", "bare")),
+        "CPU per record, writer with aggregation='kpl' incl. Spark / bare KPL loop",
+        _r(sm, "cpu_ratio_vs_kpl_gross", 2, "×"),
+        "",
+        None,
+    )
+    row(
+        "CPU s per million records: writer net / aggregation='kpl' net / Spark generation / bare loop",
+        " / ".join(_r(sm, f"cpu_s_per_m_{k}", 1) for k in ("writer_net", "writer_kpl_net", "generation", "bare")),
         "",
         None,
     )
@@ -418,14 +484,7 @@ def table(result: dict[str, Any], source: str) -> str:
             None,
         )
     row("KPL daemon share of the writer's CPU", _r(sm, "daemon_cpu_share_writer", 2), "", None)
-    net, agg = _med(sm, "cpu_s_per_m_writer_net"), _med(sm, "cpu_s_per_m_boto3_agg_net")
-    if net is not None:
-        row(
-            "CPU s per million 100 B records, net of Spark: writer / aws-kinesis-agg + boto3",
-            f"{_r(sm, 'cpu_s_per_m_writer_net', 1)} / {_r(sm, 'cpu_s_per_m_boto3_agg_net', 1)}",
-            "writer ≤ 12, and below aws-kinesis-agg + boto3",
-            net <= 12 and (agg is None or net < agg),
-        )
+    agg_goals(result, sm, row)
     prof = result.get("profile", {}).get("kpl_daemon", {})
     if prof.get("buckets"):
         shares = {**prof["buckets"], **prof.get("across", {})}
@@ -475,26 +534,38 @@ def table(result: dict[str, Any], source: str) -> str:
                 "≤ limit, flat RSS, no expiry, ≥ 95 % of link",
                 ok,
             )
-    runs = result.get("scale_runs", [])
+    all_scale = result.get("scale_runs", [])
+    runs = [r for r in all_scale if r["variant"] == "writer"]
     if runs:
         sizes = {100: "100 B", 1024: "1 KiB", 102400: "100 KiB"}
-        for size in sorted({r["payload"] for r in runs}):
-            for e in sorted({r["executors"] for r in runs}):
-                pts = sorted((r["shards"], r) for r in runs if r["payload"] == size and r["executors"] == e)
-                cells = ", ".join(
-                    f"{n}: {r['cpu_s_per_m_net']:,.1f} ({r.get('cpu_s_per_m_steady') or 0:,.1f}) / "
-                    f"{100 * (r['link_use'] or 0):.1f} %"
-                    for n, r in pts
-                )
-                uses = [r["link_use"] or 0 for _, r in pts]
-                bad = sum(r["failed"] + r["verify"]["missing"] for _, r in pts)
-                row(
-                    f"scale, {sizes.get(size, size)}, {e} executor{'s' if e > 1 else ''}: shards: CPU-s per million "
-                    "(net; steady window) / link use",
-                    cells + f"; failed or missing {bad}",
-                    "≥ 97 % link, 0 expired",
-                    min(uses) >= 0.97 and bad == 0,
-                )
+        for size, e, v in sorted({(r["payload"], r["executors"], r["variant"]) for r in all_scale}):
+            mine = [r for r in all_scale if (r["payload"], r["executors"], r["variant"]) == (size, e, v)]
+            pts = sorted((r["shards"], r) for r in mine)
+            cells = ", ".join(
+                f"{n}: {r['cpu_s_per_m_net']:,.1f} ({r.get('cpu_s_per_m_steady') or 0:,.1f}) / "
+                f"{100 * (r['link_use'] or 0):.1f} %"
+                for n, r in pts
+            )
+            uses = [r["link_use"] or 0 for _, r in pts]
+            bad = sum(r["failed"] + r["verify"]["missing"] for _, r in pts)
+            throttled = sum(r["throttled"] for _, r in pts)
+            row(
+                f"scale, {sizes.get(size, size)}, {e} executor{'s' if e > 1 else ''}"
+                f"{', aggregation=kpl' if v == 'writer_kpl' else ''}: shards: CPU-s per million "
+                "(net; steady window) / link use",
+                cells + f"; throttled {throttled:,}; failed or missing {bad}",
+                "≥ 97 % link, 0 expired",
+                min(uses) >= 0.97 and bad == 0,
+            )
+        if _med(sm, "scale_cpu_vs_kpl_agg") is not None:
+            t_w, t_k = sm.get("scale_throttled", 0), sm.get("scale_kpl_agg_throttled", 0)
+            row(
+                "scale behind quotas, writer / aggregation='kpl' (the same configurations): CPU per record; "
+                "throttled records, all runs",
+                f"{_r(sm, 'scale_cpu_vs_kpl_agg', 2, '×')}; {t_w:,} / {t_k:,}",
+                "throttled no more than aggregation='kpl'",
+                t_w <= t_k,
+            )
         ratio = _med(sm, "scale_cost_ratio")
         row(
             "scale_cost_ratio: CPU per record, 256 / 4 shards, 100 B, 1 executor (whole runs; steady windows)",

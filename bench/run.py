@@ -10,13 +10,20 @@ last machine-readable line:
          cpu_ratio_vs_kpl=… cpu_s_per_million_net=… (writer, 100 B, net of Spark) scale_cost_ratio=…
          (CPU per record at 256 over 4 shards, 100 B, bench/scale.py)
          link_util_limited=… max_outstanding_over_limit=… hot_path_ns=…
-         ratio_vs_agg=… cpu_ratio_vs_agg=… writer_agg_cpu_s_per_million_net=… (aggregation='writer' over the
-         aws-kinesis-agg + boto3 loop, 100 B: rate, and CPU per record net of Spark)
+         ratio_vs_agg=… cpu_ratio_vs_agg=… (the writer over the aws-kinesis-agg + boto3 loop, 100 B: rate, and CPU per
+         record net of Spark) records_per_aggregate=… (the writer's user records per aggregate, 100 B)
+         kpl_agg_cpu_s_per_million_net=… cpu_ratio_vs_kpl_agg=… (aggregation='kpl': its CPU net of Spark, and the
+         writer's over it)
          rt_added_p50_ms=… rt_added_p99_ms=… rt_p99_ratio_10k=… (Kafka -> real-time mode: foreach(KinesisWriter)'s
          latency added over Spark's Kafka sink at 1,000 records/s, and its p99 at 10,000 over 1,000; bench/realtime.py)
+         rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=… (the same latency over aggregation='kpl''s, 1,000/s)
+
+"writer" is the writer as users get it (aggregation='writer' since issue 26); "writer_kpl" is aggregation='kpl'. The
+bare KPL loop hands the KPL each record, so ratio_vs_kpl and cpu_ratio_vs_kpl are writer_kpl over it: the writer's
+own overhead over the KPL doing the same work.
 
 Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [1000000],
-BENCH_ROWS_10K [50000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
+BENCH_ROWS_10K [50000], BENCH_ROWS_1K [200000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
 BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [15], BENCH_SCALE_FREE_ROWS [300000],
 BENCH_PARTS [throughput,tuning,backpressure,scale,jmh,realtime], BENCH_SKIP [none; overhead,limited];
 bench/realtime.py's own (BENCH_RT_*).
@@ -61,11 +68,12 @@ from spark_kinesis_testkit.faults import FaultFront  # noqa: E402
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 ROWS_10K = int(os.environ.get("BENCH_ROWS_10K", "50000"))
+ROWS_1K = int(os.environ.get("BENCH_ROWS_1K", "200000"))  # 1 KiB: the two aggregations only
 BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
 PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,scale,jmh,realtime").split(",")
 # The KPL caps itself at RateLimit (the writer's default: 100 %) of a shard's 1 MiB/s: enough shards that this
 # cap stays above what the CPU (100 B) or the backend (10 KiB, ~17 MB/s) allows, as a fast stream would have.
-SHARDS = {100: 8, 10240: 24}
+SHARDS = {100: 8, 1024: 24, 10240: 24}
 RESULTS = HERE / "results"
 SBT = [str(ROOT / "build" / "sbt"), "-batch"]
 
@@ -215,7 +223,8 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
     runs: list[dict[str, Any]] = []
     bare: list[dict[str, Any]] = []
     for payload, shards in SHARDS.items():
-        for v in ("writer", "writer_agg", "sink", "boto3", "boto3_agg"):
+        made = ("writer", "writer_kpl", "sink", "boto3", "boto3_agg") if payload != 1024 else ("writer", "writer_kpl")
+        for v in made:
             b.create_stream(f"{v}-{payload}", shards)
     b.create_stream("bare-100", SHARDS[100])
     b.create_stream("writer_b-100", SHARDS[100])
@@ -224,6 +233,7 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
         side.call(cmd="input", name="10k", start=0, rows=ROWS_10K, files=8)
         side.call(cmd="input", name="warm", start=WARM_START, rows=ROWS // 10, files=2)
         side.call(cmd="input", name="warm10k", start=WARM_START, rows=ROWS_10K // 10, files=2)
+        side.call(cmd="input", name="1k", start=0, rows=ROWS_1K, files=8)
 
         def run(variant: str, payload: int, inp: str, rep: int, jfr: str | None = None) -> dict[str, Any]:
             stream = f"{variant}-{payload}" if variant != "noop" else ""
@@ -252,17 +262,20 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
             return r
 
         # Warm-up: JIT, Python workers, the writer's pooled producers (each side once, not measured).
-        for v in ("writer", "writer_agg", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
+        for v in ("writer", "writer_kpl", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
             run(v, 100, "warm", -1)
         run("writer", 10240, "warm10k", -1)
-        run("writer_agg", 10240, "warm10k", -1)
+        run("writer_kpl", 10240, "warm10k", -1)
+        run("writer", 1024, "warm10k", -1)
+        run("writer_kpl", 1024, "warm10k", -1)
         run("sink", 10240, "warm10k", -1)
         # "sink" is the same writer through format("kinesis") (DataSource V2), beside foreach. "writer_b" is the
         # foreach writer again on its own stream and daemon: the A/A control, what two identical sides differ by.
-        # "writer_agg" is the foreach writer with aggregation='writer'.
-        sides = ["writer", "writer_agg", "sink", "writer_b", "boto3", "boto3_agg", "noop"]
-        sides_10k = ["writer", "writer_agg", "sink", "boto3", "boto3_agg"]
-        writer_100 = {**b.endpoint_options(), **WRITER}
+        # "writer_kpl" is the foreach writer with aggregation='kpl' (the KPL daemon aggregates, record by record).
+        sides = ["writer", "writer_kpl", "sink", "writer_b", "boto3", "boto3_agg", "noop"]
+        sides_10k = ["writer", "writer_kpl", "sink", "boto3", "boto3_agg"]
+        # The bare loop hands the KPL each record, as aggregation='kpl' does: its like-for-like side is writer_kpl.
+        writer_100 = {**b.endpoint_options(), **WRITER, "aggregation": "kpl"}
         for rep in range(REPS):
             if classpath and rep % 2 == 1:
                 bare.append(bare_rep(classpath, writer_100, rep))
@@ -272,6 +285,8 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
                 bare.append(bare_rep(classpath, writer_100, rep))
             for v in rotate(sides_10k, rep):
                 run(v, 10240, "10k", rep)
+            for v in rotate(["writer", "writer_kpl"], rep):
+                run(v, 1024, "1k", rep)
         # Where the CPU goes (not timed): a JFR recording of one more writer run and of one bare loop.
         profiles = {}
         with tempfile.TemporaryDirectory() as tmp:
@@ -302,8 +317,10 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
         "writer-10240": verify(b, "writer-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
         "sink-100": verify(b, "sink-100", ROWS, REPS, ROWS // 10, 100),
         "writer_b-100": verify(b, "writer_b-100", ROWS, REPS, ROWS // 10, 100),
-        "writer_agg-100": verify(b, "writer_agg-100", ROWS, REPS, ROWS // 10, 100),
-        "writer_agg-10240": verify(b, "writer_agg-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
+        "writer_kpl-100": verify(b, "writer_kpl-100", ROWS, REPS, ROWS // 10, 100),
+        "writer_kpl-10240": verify(b, "writer_kpl-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
+        "writer-1024": verify(b, "writer-1024", ROWS_1K, REPS, ROWS_10K // 10, 1024),
+        "writer_kpl-1024": verify(b, "writer_kpl-1024", ROWS_1K, REPS, ROWS_10K // 10, 1024),
         "sink-10240": verify(b, "sink-10240", ROWS_10K, REPS, ROWS_10K // 10, 10240),
     }
     result["throughput_runs"] = runs
@@ -331,11 +348,11 @@ def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
         side.call(cmd="input", name="limited", start=0, rows=LIMITED_ROWS, files=8)
         writer = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
         kwargs = {**up.client_kwargs(), "endpoint_url": front.endpoint}
-        for v in ("writer", "writer_agg", "boto3", "boto3_agg"):
+        for v in ("writer", "writer_kpl", "boto3", "boto3_agg"):
             up.create_stream(f"lim-{v}", LIMITED_SHARDS)
 
         def run(variant: str, inp: str, rep: int) -> None:
-            if variant not in ("writer", "writer_agg"):  # a fresh stream bounds the backend's memory
+            if variant not in ("writer", "writer_kpl"):  # a fresh stream bounds the backend's memory
                 up.delete_stream(f"lim-{variant}")
                 up.create_stream(f"lim-{variant}", LIMITED_SHARDS)
             throttled = front.stats()["throttled_records"]
@@ -357,10 +374,10 @@ def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
                 )
                 runs.append(r)
 
-        for v in ("writer", "writer_agg", "boto3", "boto3_agg"):
+        for v in ("writer", "writer_kpl", "boto3", "boto3_agg"):
             run(v, "warm", -1)
         for rep in range(REPS):
-            for v in rotate(["writer", "writer_agg", "boto3", "boto3_agg"], rep):
+            for v in rotate(["writer", "writer_kpl", "boto3", "boto3_agg"], rep):
                 run(v, "limited", rep)
     return runs
 
@@ -475,7 +492,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     def by(variant: str, payload: int) -> dict[int, dict[str, Any]]:
         return {r["rep"]: r for r in runs if r["variant"] == variant and r["payload"] == payload}
 
-    for payload in (100, 10240):
+    for payload in (100, 1024, 10240):
         w = by("writer", payload)
         for other in ("boto3", "boto3_agg"):
             o = by(other, payload)
@@ -492,18 +509,18 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         reps = sorted(set(w) & set(wb))
         if reps:  # the A/A control: the spread two identical sides show in this run
             sm[f"writer_b_vs_writer_{payload}"] = spread([wb[k]["records_per_s"] / w[k]["records_per_s"] for k in reps])
-        wa = by("writer_agg", payload)
-        for name, other in (("agg", by("boto3_agg", payload)), ("kpl_agg", w)):
-            reps = sorted(set(wa) & set(other))
-            if reps:  # aggregation='writer' over the aws-kinesis-agg + boto3 loop, and over the KPL's own aggregation
-                sm[f"writer_agg_vs_{name}_{payload}"] = spread(
-                    [wa[k]["records_per_s"] / other[k]["records_per_s"] for k in reps]
-                )
-        for v in ("writer", "writer_agg", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
+        wk = by("writer_kpl", payload)
+        reps = sorted(set(w) & set(wk))
+        if reps:  # the default (aggregation='writer') over the KPL's own aggregation
+            sm[f"writer_vs_kpl_agg_{payload}"] = spread([w[k]["records_per_s"] / wk[k]["records_per_s"] for k in reps])
+        for v in ("writer", "writer_kpl", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
             rs = by(v, payload)
             if rs:
                 sm[f"{v}_{payload}_records_per_s"] = spread([r["records_per_s"] for r in rs.values()])
                 sm[f"{v}_{payload}_mb_per_s"] = spread([r["mb_per_s"] for r in rs.values()])
+        per_agg = [r["confirmed"] / r["aggregates_sent"] for r in w.values() if r.get("aggregates_sent")]
+        if per_agg:
+            sm[f"writer_{payload}_records_per_aggregate"] = spread(per_agg)
     lim = result.get("limited_runs", [])
     lw = {r["rep"]: r for r in lim if r["variant"] == "writer"}
     for other in ("boto3", "boto3_agg"):
@@ -511,63 +528,57 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         reps = sorted(set(lw) & set(lo))
         if reps:
             sm[f"limited_ratio_vs_{other}"] = spread([lw[k]["records_per_s"] / lo[k]["records_per_s"] for k in reps])
-    for v in ("writer", "writer_agg", "boto3", "boto3_agg"):
+    for v in ("writer", "writer_kpl", "boto3", "boto3_agg"):
         xs = [r["records_per_s"] for r in lim if r["variant"] == v]
         if xs:
             sm[f"limited_{v}_records_per_s"] = spread(xs)
             sm[f"limited_{v}_throttled"] = sum(r["throttled"] for r in lim if r["variant"] == v)
     bare = {r["rep"]: r for r in result.get("bare_kpl_runs", [])}
-    w, noop = by("writer", 100), by("noop", 100)
-    reps = sorted(set(bare) & set(w) & set(noop))
+    w, wk, noop, agg = by("writer", 100), by("writer_kpl", 100), by("noop", 100), by("boto3_agg", 100)
+
+    def per_m(cpu: float) -> float:
+        return cpu / ROWS * 1e6
+
+    def net(r: dict[str, Any], k: int) -> float:
+        """CPU-s per million, net of Spark's generation in repetition k: the JVM and the KPL daemons for the writer's
+        sides, the JVM and its Python workers for the boto3 loops (the idle daemons of the writer's streams aside)."""
+        own = r["cpu_s"]["other"] if r["variant"].startswith("boto3") else r["cpu_s"]["kpl_daemon"]
+        return per_m(r["cpu_s"]["jvm"] + own - noop[k]["cpu_s"]["jvm"])
+
+    reps = sorted(set(w) & set(noop))
     if reps:
-        sm["ratio_vs_kpl"] = spread([w[k]["records_per_s"] / bare[k]["records_per_s"] for k in reps])
-
-        def per_m(cpu: float, rows: int) -> float:
-            return cpu / rows * 1e6
-
-        writer_net = [
-            per_m(w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"] - noop[k]["cpu_s"]["jvm"], ROWS) for k in reps
-        ]
-        writer_gross = [per_m(w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"], ROWS) for k in reps]
-        bare_cpu = [per_m(bare[k]["jvm_cpu_s"] + bare[k]["daemon_cpu_s"], bare[k]["records"]) for k in reps]
-        sm["cpu_s_per_m_writer_net"] = spread(writer_net)
-        sm["cpu_s_per_m_writer_gross"] = spread(writer_gross)
-        sm["cpu_s_per_m_generation"] = spread([per_m(noop[k]["cpu_s"]["jvm"], ROWS) for k in reps])
-        sm["cpu_s_per_m_bare"] = spread(bare_cpu)
-        sm["cpu_ratio_vs_kpl"] = spread([a / b for a, b in zip(writer_net, bare_cpu)])
-        sm["cpu_ratio_vs_kpl_gross"] = spread([a / b for a, b in zip(writer_gross, bare_cpu)])
-        agg = by("boto3_agg", 100)
-        agg_reps = sorted(set(agg) & set(noop))
-        if agg_reps:  # its Python workers and the JVM, net of the same generation
-            sm["cpu_s_per_m_boto3_agg_net"] = spread(
-                [
-                    per_m(agg[k]["cpu_s"]["jvm"] + agg[k]["cpu_s"]["other"] - noop[k]["cpu_s"]["jvm"], ROWS)
-                    for k in agg_reps
-                ]
-            )
-        wa = by("writer_agg", 100)
-        wa_reps = sorted(set(wa) & set(agg) & set(noop))
-        if wa_reps:  # aggregation='writer', net of Spark, over the aws-kinesis-agg + boto3 loop's net CPU
-
-            def wa_net(k: int) -> float:
-                return per_m(wa[k]["cpu_s"]["jvm"] + wa[k]["cpu_s"]["kpl_daemon"] - noop[k]["cpu_s"]["jvm"], ROWS)
-
-            def agg_net(k: int) -> float:
-                return per_m(agg[k]["cpu_s"]["jvm"] + agg[k]["cpu_s"]["other"] - noop[k]["cpu_s"]["jvm"], ROWS)
-
-            sm["cpu_s_per_m_writer_agg_net"] = spread([wa_net(k) for k in wa_reps])
-            sm["cpu_ratio_writer_agg_vs_agg"] = spread([wa_net(k) / agg_net(k) for k in wa_reps])
+        sm["cpu_s_per_m_writer_net"] = spread([net(w[k], k) for k in reps])
+        gross = [per_m(w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"]) for k in reps]
+        sm["cpu_s_per_m_writer_gross"] = spread(gross)
+        sm["cpu_s_per_m_generation"] = spread([per_m(noop[k]["cpu_s"]["jvm"]) for k in reps])
         sm["daemon_cpu_share_writer"] = spread(
             [w[k]["cpu_s"]["kpl_daemon"] / (w[k]["cpu_s"]["jvm"] + w[k]["cpu_s"]["kpl_daemon"]) for k in reps]
         )
+    reps = sorted(set(wk) & set(noop))
+    if reps:
+        sm["cpu_s_per_m_writer_kpl_net"] = spread([net(wk[k], k) for k in reps])
+    reps = sorted(set(agg) & set(noop))
+    if reps:  # its Python workers ("other") and the JVM, net of the same generation
+        sm["cpu_s_per_m_boto3_agg_net"] = spread([net(agg[k], k) for k in reps])
+    reps = sorted(set(w) & set(agg) & set(noop))
+    if reps:  # the writer (aggregation='writer') over the aws-kinesis-agg + boto3 loop: rate, and CPU net of Spark
+        sm["ratio_vs_agg"] = spread([w[k]["records_per_s"] / agg[k]["records_per_s"] for k in reps])
+        sm["cpu_ratio_vs_agg"] = spread([net(w[k], k) / net(agg[k], k) for k in reps])
+    reps = sorted(set(w) & set(wk) & set(noop))
+    if reps:
+        sm["cpu_ratio_vs_kpl_agg"] = spread([net(w[k], k) / net(wk[k], k) for k in reps])
+    reps = sorted(set(bare) & set(wk) & set(noop))
+    if reps:  # the bare KPL loop hands the KPL each record: its like-for-like side is aggregation='kpl'
+        bare_cpu = [(bare[k]["jvm_cpu_s"] + bare[k]["daemon_cpu_s"]) / bare[k]["records"] * 1e6 for k in reps]
+        gross = [per_m(wk[k]["cpu_s"]["jvm"] + wk[k]["cpu_s"]["kpl_daemon"]) for k in reps]
+        sm["ratio_vs_kpl"] = spread([wk[k]["records_per_s"] / bare[k]["records_per_s"] for k in reps])
+        sm["cpu_s_per_m_bare"] = spread(bare_cpu)
+        sm["cpu_ratio_vs_kpl"] = spread([net(wk[k], k) / b for k, b in zip(reps, bare_cpu)])
+        sm["cpu_ratio_vs_kpl_gross"] = spread([g / b for g, b in zip(gross, bare_cpu)])
     sink = by("sink", 100)
     both = sorted(set(w) & set(sink) & set(noop))
     if both:  # CPU per record net of Spark's generation, the DataSource V2 sink over the foreach writer
-
-        def net(r: dict[str, Any], k: int) -> float:
-            return r["cpu_s"]["jvm"] + r["cpu_s"]["kpl_daemon"] - noop[k]["cpu_s"]["jvm"]
-
-        sm["cpu_s_per_m_sink_net"] = spread([net(sink[k], k) / ROWS * 1e6 for k in both])
+        sm["cpu_s_per_m_sink_net"] = spread([net(sink[k], k) for k in both])
         sm["sink_cpu_vs_writer"] = spread([net(sink[k], k) / net(w[k], k) for k in both])
         wb = by("writer_b", 100)
         aa = sorted(set(both) & set(wb))
@@ -596,7 +607,13 @@ def fmt(v: Any, digits: int = 1) -> str:
     return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
-REALTIME_FIELDS = ("rt_added_p50_ms", "rt_added_p99_ms", "rt_p99_ratio_10k")
+REALTIME_FIELDS = (
+    "rt_added_p50_ms",
+    "rt_added_p99_ms",
+    "rt_p99_ratio_10k",
+    "rt_p50_ratio_vs_kpl_agg",
+    "rt_p99_ratio_vs_kpl_agg",
+)
 
 
 def realtime(result: dict[str, Any], out: Path) -> None:
@@ -617,6 +634,7 @@ def main() -> int:
             "reps": REPS,
             "rows": ROWS,
             "rows_10k": ROWS_10K,
+            "rows_1k": ROWS_1K,
             "shards": SHARDS,
             "writer": WRITER,
             "rows_limited": LIMITED_ROWS,
@@ -676,9 +694,12 @@ def main() -> int:
         "max_outstanding_over_limit": fmt(sm.get("max_outstanding_over_limit"), 3),
         "hot_path_ns": fmt(sm.get("hot_path_ns"), 0),
         # aggregation='writer' (issue 26): over the aws-kinesis-agg + boto3 loop, rate and CPU net of Spark
-        "ratio_vs_agg": fmt(sm.get("writer_agg_vs_agg_100"), 2),
-        "cpu_ratio_vs_agg": fmt(sm.get("cpu_ratio_writer_agg_vs_agg"), 2),
-        "writer_agg_cpu_s_per_million_net": fmt(sm.get("cpu_s_per_m_writer_agg_net")),
+        "ratio_vs_agg": fmt(sm.get("ratio_vs_agg"), 2),
+        "cpu_ratio_vs_agg": fmt(sm.get("cpu_ratio_vs_agg"), 2),
+        "records_per_aggregate": fmt(sm.get("writer_100_records_per_aggregate"), 0),
+        # aggregation='kpl' (the daemon aggregates): CPU net of Spark, and the writer's over it
+        "kpl_agg_cpu_s_per_million_net": fmt(sm.get("cpu_s_per_m_writer_kpl_net")),
+        "cpu_ratio_vs_kpl_agg": fmt(sm.get("cpu_ratio_vs_kpl_agg"), 2),
     }
     rt = result.get("realtime", {}).get("summary", {})
     fields.update({k: fmt(rt.get(k), 0 if k.endswith("_ms") else 2) for k in REALTIME_FIELDS})

@@ -60,6 +60,9 @@ MASTER = "local-cluster[{},1,1536]"
 # queue_limit ~1 s of the link, and at least 4 records per shard (docs/configuration.md's sizing: with fewer
 # outstanding records than shards, shards sit idle); max_outstanding_bytes then never binds first.
 QUEUE_LIMIT = {100: 25000, 1024: 2500, 102400: 40}
+# The writer (aggregation="writer", its default), and at the sizes issue 26's goals name, aggregation="kpl" beside it.
+VARIANTS = ["writer", "writer_kpl"]
+AGG_SIZES = (100, 1024)
 
 
 def queue_limit(size: int, shards: int) -> int:
@@ -158,6 +161,10 @@ class FrontSampler:
         return (at(self.cpu, tb) - at(self.cpu, ta) - noop_s_per_row * records) / records * 1e6
 
 
+def spread_of(xs: list[float]) -> dict[str, float] | None:
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)} if xs else None
+
+
 def net_cpu(r: dict[str, Any], noop: dict[str, Any]) -> float:
     """CPU-s per million records: executor JVMs + daemons, minus the noop run's executor JVMs."""
     cpu = (
@@ -199,7 +206,8 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
                         cmd="run", variant="noop", input=f"s{size}", payload=size, backend_pid=up.pid, per_trigger=e
                     )
                     for shards in SHARD_COUNTS:
-                        runs.append(one_run(up, front, side, e, size, shards, noop, writer_base))
+                        for variant in VARIANTS if size in AGG_SIZES else VARIANTS[:1]:
+                            runs.append(one_run(up, front, side, e, size, shards, noop, writer_base, variant))
     result["scale_runs"] = runs
     if "scale_free" in os.environ.get("BENCH_SKIP", ""):
         return
@@ -269,8 +277,9 @@ def one_run(
     shards: int,
     noop: dict[str, Any],
     writer_base: dict[str, Any],
+    variant: str = "writer",
 ) -> dict[str, Any]:
-    stream = f"scale-{size}-{shards}-e{e}"
+    stream = f"scale-{variant}-{size}-{shards}-e{e}".replace("_", "-")
     up.create_stream(stream, shards)
     link = LINK[size]
     per_shard = link // shards
@@ -286,7 +295,7 @@ def one_run(
     with FrontSampler(front, root=int(side.hello["jvm_pid"])) as fs:
         r = side.call(
             cmd="run",
-            variant="writer",
+            variant=variant,
             input=f"s{size}",
             payload=size,
             stream=stream,
@@ -310,7 +319,7 @@ def one_run(
     )
     up.delete_stream(stream)
     say(
-        f"  e={e} {size:6d} B shards={shards:3d}: link {r['link_use'] or 0:6.1%} "
+        f"  {variant:10s} e={e} {size:6d} B shards={shards:3d}: link {r['link_use'] or 0:6.1%} "
         f"CPU-s/M net {r['cpu_s_per_m_net']:7.1f}, steady {r['cpu_s_per_m_steady'] or 0:7.1f}  "
         f"{r['records_per_s']:>8,.0f} rec/s throttled={fs.throttled:,} failed={r['failed']}"
     )
@@ -318,7 +327,16 @@ def one_run(
 
 
 def summarise(result: dict[str, Any], sm: dict[str, Any]) -> None:
-    runs = result.get("scale_runs", [])
+    all_runs = result.get("scale_runs", [])
+    runs = [r for r in all_runs if r.get("variant", "writer") == "writer"]
+    kpl = {(r["payload"], r["shards"], r["executors"]): r for r in all_runs if r.get("variant") == "writer_kpl"}
+    pairs = [(r, kpl[k]) for r in runs if (k := (r["payload"], r["shards"], r["executors"])) in kpl]
+    if pairs:  # the writer against aggregation="kpl", configuration by configuration
+        uses = [k["link_use"] for _, k in pairs if k["link_use"] is not None]
+        sm["scale_kpl_agg_link_use_min"] = min(uses) if uses else None
+        sm["scale_throttled"] = sum(w["throttled"] for w, _ in pairs)
+        sm["scale_kpl_agg_throttled"] = sum(k["throttled"] for _, k in pairs)
+        sm["scale_cpu_vs_kpl_agg"] = spread_of([w["cpu_s_per_m_net"] / k["cpu_s_per_m_net"] for w, k in pairs])
 
     def cpu(size: int, shards: int, e: int, key: str = "cpu_s_per_m_net") -> float | None:
         xs = [r[key] for r in runs if (r["payload"], r["shards"], r["executors"]) == (size, shards, e) and r.get(key)]

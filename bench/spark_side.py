@@ -9,7 +9,7 @@ and lets the writer keep its pooled KPL producer between runs, as a long-running
 Commands:
   {"cmd": "input", "name": n, "start": i, "rows": r, "files": f}  -> parquet of ids [i, i+r)
   {"cmd": "run", "variant": v, "input": n, "payload": b, "stream": s, "writer": {...}}
-      v in writer | writer_fixed | writer_agg | sink | writer_b | boto3 | boto3_agg | noop: the same rows and payload;
+      v in writer | writer_fixed | writer_kpl | sink | writer_b | boto3 | boto3_agg | noop: the same rows and payload;
       the id is the partition key (writer_fixed: no key column, partitioner="fixed"). Optional
       "per_trigger": files per micro-batch (default 2).
   {"cmd": "backpressure", ...}                                     -> see backpressure()
@@ -165,10 +165,10 @@ class Bench:
         confirmed: list[int] = []
         writer: KinesisWriter | None = None
         dsw = df.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
-        if variant in ("writer", "writer_b", "writer_fixed", "writer_agg"):  # writer_b: the A/A control
+        if variant in ("writer", "writer_b", "writer_fixed", "writer_kpl"):  # writer_b: the A/A control
             extra = {"partitioner": "fixed"} if variant == "writer_fixed" else {}
-            if variant == "writer_agg":  # the same writer, aggregating per shard before the daemon
-                extra = {"aggregation": "writer"}
+            if variant == "writer_kpl":  # the same writer, the KPL daemon aggregating record by record
+                extra = {"aggregation": "kpl"}
             writer = KinesisWriter(stream_name=stream, **cmd["writer"], **extra)
             dsw = dsw.foreach(writer)
         elif variant == "sink":  # the same writer through the DataSource V2 sink
@@ -187,12 +187,14 @@ class Bench:
         jfr = cmd.get("jfr")  # profile this run: a JFR recording of the driver JVM (= executors here)
         if jfr:
             self.jcmd("JFR.start", "name=bench", "settings=profile", f"filename={jfr}")
+        aggs0 = self.aggregates_sent(stream)
         before, backend0 = procs.tree(self.jvm_pid), procs.cpu_seconds(cmd["backend_pid"])
         t0 = time.monotonic()
         query = dsw.start()
         query.awaitTermination()
         wall = time.monotonic() - t0
         after, backend1 = procs.tree(self.jvm_pid), procs.cpu_seconds(cmd["backend_pid"])
+        aggs1 = self.aggregates_sent(stream)
         if jfr:
             self.jcmd("JFR.stop", "name=bench")
         if query.exception() is not None:
@@ -226,7 +228,13 @@ class Bench:
             "cpu_s": cpu,
             "daemon_cpu_s": daemons,
             "backend_cpu_s": backend1 - backend0,
+            # aggregation='writer': the aggregates its producer handed the KPL (local mode only: the driver's pool)
+            "aggregates_sent": None if aggs1 is None else aggs1 - (aggs0 or 0),
         }
+
+    def aggregates_sent(self, stream: str) -> int | None:
+        live = [p for p in producer_snapshot(self.spark) if stream and p.source.endswith(f".{stream}")]
+        return sum(p.aggregates_sent for p in live) if live else None
 
     def jcmd(self, *args: str) -> None:
         subprocess.run(["jcmd", str(self.jvm_pid), *args], check=True, capture_output=True)

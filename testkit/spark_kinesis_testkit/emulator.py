@@ -298,6 +298,8 @@ class ProducerSample:
     # What queue_limit bounds. outstanding_records is the KPL's count, which also holds its pending metrics request.
     in_flight_records: int
     users: int  # tasks holding this producer (the pool's count)
+    aggregates_sent: int  # aggregation='writer': aggregates the writer built and handed to the KPL
+    resent_records: int  # aggregation='writer': records routed again after an aggregate landed in another shard
 
 
 def producer_snapshot(spark: Any) -> list[ProducerSample]:

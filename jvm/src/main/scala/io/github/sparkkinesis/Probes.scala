@@ -27,6 +27,8 @@ private[sparkkinesis] object Probes {
           "records_failed" -> m.recordsFailed.getCount,
           "bytes_sent" -> m.bytesSent.getCount,
           "in_flight_records" -> p.bound.records.get,
+          "aggregates_sent" -> m.aggregatesSent.getCount,
+          "resent_records" -> m.resentRecords.getCount,
           "users" -> ProducerPool.default.users(p)
         ).map { case (k, v) => s""""$k": $v""" }.mkString("{", ", ", "}")
       }

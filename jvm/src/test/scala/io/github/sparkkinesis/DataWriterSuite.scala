@@ -12,7 +12,7 @@ class DataWriterSuite extends AnyFunSuite {
   import TestWriters._
 
   private def dataWriter(fakes: FakePool, extra: Map[String, String] = Map.empty): KinesisDataWriter = {
-    val opts = options(extra)
+    val opts = options(perRecord ++ extra)
     new KinesisDataWriter(KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None), fakes.pool, 3, 7L)
   }
   private def irow(key: String, data: String): InternalRow =

@@ -13,9 +13,14 @@ object TestWriters {
 
   def options(extra: Map[String, String]): KinesisWriterOptions = KinesisWriterOptions.parse(base ++ extra)
 
-  /** A writer whose producers come from `fakes` instead of real KPL daemons. */
+  /** One user record per KPL record (aggregation='kpl'): what the task-core suites assert on; AggregationSuite drives
+    * the writer's own aggregation.
+    */
+  val perRecord: Map[String, String] = Map("aggregation" -> "kpl")
+
+  /** A writer whose producers come from `fakes` instead of real KPL daemons (`perRecord` unless `extra` says so). */
   def writer(fakes: FakePool, extra: Map[String, String] = Map.empty, s: StructType = schema): KinesisForeachWriter = {
-    val opts = options(extra)
+    val opts = options(perRecord ++ extra)
     new KinesisForeachWriter(opts, RowConverter.forSchema(s, opts)) {
       override protected def pool: ProducerPool = fakes.pool
     }
