@@ -127,7 +127,7 @@ private[sparkkinesis] final class ShardBuffer(
   private var firstKeyBytes = 0
 
   /** Bumped by every seal, so a linger ticket for an aggregate sealed meanwhile does nothing. */
-  private[sparkkinesis] var generation = 0L
+  @volatile private[sparkkinesis] var generation = 0L
 
   /** Whether `p` alone (as the only record of an aggregate) fits `AggregationMaxSize`. */
   def fitsAlone(p: Pending): Boolean = sizeWith(p, fresh = true) + p.keyBytes <= settings.maxSize
@@ -246,7 +246,7 @@ private[sparkkinesis] final class WriterAggregator(
     while (!closed) {
       try {
         val t = lingering.poll(1, TimeUnit.SECONDS)
-        if (t != null) sealAndSend(t.buffer, b => b.generation == t.generation && !b.isEmpty)
+        if (t != null) lingerEnded(t)
       } catch {
         case _: InterruptedException        => ()
         case scala.util.control.NonFatal(e) => log.warn(s"Sealing a lingering aggregate failed ($name)", e)
@@ -282,6 +282,17 @@ private[sparkkinesis] final class WriterAggregator(
       if (buffer.add(p, done)) lingering.put(new LingerTicket(buffer, buffer.generation, settings.lingerMs))
       done.foreach(send)
     }
+  }
+
+  /** A buffer's oldest record waited its linger: every buffer of that stream holding records is sealed with it, so the
+    * daemon (collecting for at most 1 ms) sends them in one `PutRecords`, as the KPL sends all it holds once its oldest
+    * record's deadline passes. Sealed one by one, a wide stream at a low rate per shard costs a request per shard and
+    * linger (docs/benchmarks.md, "Aggregation in the writer").
+    */
+  private def lingerEnded(t: LingerTicket): Unit = if (t.buffer.generation == t.generation) {
+    sealAndSend(t.buffer, b => b.generation == t.generation && !b.isEmpty)
+    val s = streams.get(t.buffer.stream)
+    if (s != null) s.buffers.foreach(b => sealAndSend(b, !_.isEmpty))
   }
 
   /** Seals and sends every buffer holding a record of `state` (its commit waits for them). */

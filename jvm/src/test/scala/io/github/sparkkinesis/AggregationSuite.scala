@@ -98,6 +98,25 @@ class AggregationSuite extends AnyFunSuite {
     w.close(null)
   }
 
+  test("a linger that ends seals every buffer of its stream: one PutRecords, not one per shard") {
+    val fakes = new FakePool
+    val w = writerAgg(fakes, Map("kpl.RecordMaxBufferedTime" -> "1000"))
+    w.open(0, 0)
+    val map = FakeMetadata.even(2).shards
+    val Seq(k0, k1) =
+      Seq(0, 1).map(i => Iterator.from(0).map(n => s"k$n").find(k => map.indexOf(HashKey.ofPartitionKey(k)) == i).get)
+    val t0 = System.nanoTime()
+    w.process(row(k0, "1"))
+    while (System.nanoTime() - t0 < 500000000L) Thread.sleep(5) // the second shard's first record, 0.5 s later
+    w.process(row(k1, "2"))
+    val t1 = System.nanoTime()
+    eventually(fakes.last.sent.size == 2)
+    val waited = (System.nanoTime() - t1) / 1000000
+    assert(waited < 1000, s"the second shard's aggregate went after its own linger ($waited ms), not with the first's")
+    fakes.last.succeedAllIn(FakeMetadata.even(2))
+    w.close(null)
+  }
+
   test("AggregationMaxCount seals; a record too big for an aggregate goes alone; AUTO streams get no aggregates") {
     val fakes = new FakePool
     val w = writerAgg(fakes, Map("kpl.AggregationMaxCount" -> "3", "kpl.AggregationMaxSize" -> "200"))
