@@ -6,7 +6,7 @@ records/s, paced every 10 ms); one real-time query per run (``trigger(realTime=.
 reads them and writes either
 
 - ``kafka``: Spark's own Kafka sink (the anchor: the same query, an allowlisted sink that sends as rows arrive), or
-- ``kinesis``: ``foreach(KinesisWriter(...))`` with its defaults (``RecordMaxBufferedTime`` 100 ms), or
+- ``kinesis``: ``foreach(KinesisWriter(...))`` with ``aggregation="writer"`` (``RecordMaxBufferedTime`` 100 ms), or
 - ``kinesis_rmbt20``: the same with ``RecordMaxBufferedTime`` 20 ms, or
 - ``kinesis_kpl``: the same with ``aggregation="kpl"`` (the KPL daemon aggregates; the same 100 ms linger).
 
@@ -55,8 +55,8 @@ RATES = [int(r) for r in os.environ.get("BENCH_RT_RATES", "1000,10000").split(",
 # The writer's options per variant (KPL settings under "kpl"); None: Spark's Kafka sink.
 VARIANTS: dict[str, dict[str, Any] | None] = {
     "kafka": None,
-    "kinesis": {},
-    "kinesis_rmbt20": {"kpl": {"RecordMaxBufferedTime": 20}},
+    "kinesis": {"aggregation": "writer"},
+    "kinesis_rmbt20": {"aggregation": "writer", "kpl": {"RecordMaxBufferedTime": 20}},
     "kinesis_kpl": {"aggregation": "kpl"},
 }
 QUEUE_LIMIT = 10000  # the writer's default

@@ -166,13 +166,15 @@ class Bench:
         writer: KinesisWriter | None = None
         dsw = df.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
         if variant in ("writer", "writer_b", "writer_fixed", "writer_kpl"):  # writer_b: the A/A control
-            extra = {"partitioner": "fixed"} if variant == "writer_fixed" else {}
-            if variant == "writer_kpl":  # the same writer, the KPL daemon aggregating record by record
-                extra = {"aggregation": "kpl"}
+            # "writer*": aggregation='writer' (issue 26); "writer_kpl": the KPL daemon aggregating record by record
+            extra = {"aggregation": "kpl" if variant == "writer_kpl" else "writer"}
+            if variant == "writer_fixed":
+                extra["partitioner"] = "fixed"
             writer = KinesisWriter(stream_name=stream, **cmd["writer"], **extra)
             dsw = dsw.foreach(writer)
         elif variant == "sink":  # the same writer through the DataSource V2 sink
-            dsw = dsw.format("kinesis").options(**KinesisWriter(stream_name=stream, **cmd["writer"]).options())
+            sink = KinesisWriter(stream_name=stream, **cmd["writer"], aggregation="writer")
+            dsw = dsw.format("kinesis").options(**sink.options())
         elif variant in ("boto3", "boto3_agg"):
             sender = boto3_partition_sender(cmd["client_kwargs"], stream, aggregate=variant == "boto3_agg")
 
