@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import backends
@@ -34,3 +35,8 @@ def verify(
     out = {"records": sum(counts.values()), "missing": missing + warm_missing, "duplicates": dups, "bad_bytes": bad}
     say(f"  {stream}: {out}")
     return out
+
+
+def spread(xs: list[float]) -> dict[str, float]:
+    """The median of ``xs`` with its range and count: how every ratio and figure of make bench is reported."""
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}

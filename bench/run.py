@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,7 +60,7 @@ import jfr_top  # noqa: E402
 import perf_daemon  # noqa: E402
 import scale  # noqa: E402
 import tuning  # noqa: E402
-from common import WARM_START, say, verify  # noqa: E402
+from common import WARM_START, say, spread, verify  # noqa: E402
 from spark_kinesis_testkit.emulator import loopback_writer_options  # noqa: E402
 from spark_kinesis_testkit.faults import FaultFront  # noqa: E402
 
@@ -92,10 +91,6 @@ BP_RUNS: dict[str, dict[str, int]] = {
     "queue_limit": {"queue_limit": 2000, "max_outstanding_bytes": 2**62},
     "max_outstanding_bytes": {"queue_limit": 2**31 - 1, "max_outstanding_bytes": 2 * 1024 * 1024},
 }
-
-
-def spread(xs: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
 def rotate(xs: list[str], k: int) -> list[str]:

@@ -40,7 +40,7 @@ import time
 from typing import Any
 
 import backends
-from common import say, verify
+from common import say, spread, verify
 from spark_kinesis_testkit import procs
 from spark_kinesis_testkit.emulator import loopback_writer_options
 from spark_kinesis_testkit.faults import FaultFront
@@ -60,7 +60,8 @@ MASTER = "local-cluster[{},1,1536]"
 # queue_limit ~1 s of the link, and at least 4 records per shard (docs/configuration.md's sizing: with fewer
 # outstanding records than shards, shards sit idle); max_outstanding_bytes then never binds first.
 QUEUE_LIMIT = {100: 25000, 1024: 2500, 102400: 40}
-# The writer (aggregation="writer", its default), and at the sizes issue 26's goals name, aggregation="kpl" beside it.
+# The writer with aggregation="writer" (bench/spark_side.py), and at the sizes issue 26's goals name, aggregation="kpl"
+# (the default) beside it.
 VARIANTS = ["writer", "writer_kpl"]
 AGG_SIZES = (100, 1024)
 
@@ -159,10 +160,6 @@ class FrontSampler:
         ta, tb = crossing(self.samples, WINDOW[0]), crossing(self.samples, WINDOW[1])
         records = (WINDOW[1] - WINDOW[0]) * rows
         return (at(self.cpu, tb) - at(self.cpu, ta) - noop_s_per_row * records) / records * 1e6
-
-
-def spread_of(xs: list[float]) -> dict[str, float] | None:
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)} if xs else None
 
 
 def net_cpu(r: dict[str, Any], noop: dict[str, Any]) -> float:
@@ -336,7 +333,7 @@ def summarise(result: dict[str, Any], sm: dict[str, Any]) -> None:
         sm["scale_kpl_agg_link_use_min"] = min(uses) if uses else None
         sm["scale_throttled"] = sum(w["throttled"] for w, _ in pairs)
         sm["scale_kpl_agg_throttled"] = sum(k["throttled"] for _, k in pairs)
-        sm["scale_cpu_vs_kpl_agg"] = spread_of([w["cpu_s_per_m_net"] / k["cpu_s_per_m_net"] for w, k in pairs])
+        sm["scale_cpu_vs_kpl_agg"] = spread([w["cpu_s_per_m_net"] / k["cpu_s_per_m_net"] for w, k in pairs])
 
     def cpu(size: int, shards: int, e: int, key: str = "cpu_s_per_m_net") -> float | None:
         xs = [r[key] for r in runs if (r["payload"], r["shards"], r["executors"]) == (size, shards, e) and r.get(key)]
