@@ -168,8 +168,14 @@ class Kinesalite(Backend):
         # Its CLI listens on all interfaces; the module API can bind to loopback.
         # It rethrows a request's 'aborted' error (a client hanging up mid-request) from an event
         # handler, which kills the process; log and go on instead.
+        # Its CBOR answers (the AWS SDK v2's default for Kinesis) are cut at 16 KiB: cbor 5's encodeOne returns one
+        # read of a stream with the default highWaterMark, so ListShards of 64 shards or more cannot be parsed, and the
+        # writer's aggregation falls back to records alone. Encode in one buffer, as Kinesis answers.
         script = (
             "process.on('uncaughtException', e => console.error('kinesalite: ignored', e.code || e));"
+            f"const cbor = require(require.resolve('cbor', {{paths: [{str(KINESALITE_DIR)!r}]}}));"
+            "const encodeOne = cbor.Encoder.encodeOne;"
+            "cbor.Encoder.encodeOne = (o, opts) => encodeOne(o, {highWaterMark: 1 << 26, ...opts});"
             f"require({str(KINESALITE_DIR)!r})({{ssl: {str(self.tls).lower()}, createStreamMs: 0, "
             f"deleteStreamMs: 0, updateStreamMs: 0, shardLimit: 1000}}).listen({self.port}, '127.0.0.1')"
         )

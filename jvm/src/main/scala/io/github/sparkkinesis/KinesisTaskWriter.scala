@@ -75,7 +75,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
           val hashKey =
             if (record.explicitHashKey != null) HashKey.ofDecimal(record.explicitHashKey) else HashKey.ofKeyBytes(key)
           a.add(new Pending(record, s, bytes, start, hashKey, key.length))
-        case _ => KinesisTaskWriter.putAlone(producer.client, record, s, bytes, start)
+        case Some(a) => a.add(new Pending(record, s, bytes, start, null, 0)) // keyless (AUTO): alone
+        case None    => KinesisTaskWriter.putAlone(producer.client, record, s, bytes, start)
       }
     catch {
       case e: Throwable =>

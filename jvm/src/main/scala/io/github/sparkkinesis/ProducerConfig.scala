@@ -59,9 +59,11 @@ private[sparkkinesis] final case class ProducerConfig(
     aggregation == Aggregation.Writer && kplSettings.get("AggregationEnabled").forall(_.trim.toBoolean)
 
   /** What the daemon is started with. When the writer aggregates, the daemon gets one record per aggregate: its own
-    * aggregation stays on with one record each (so it still predicts each aggregate's shard, rate-limits that shard and
-    * re-sends what lands elsewhere, kpl-notes §8) and it waits at most [[Aggregation.DaemonBufferMs]] to collect them
-    * into a PutRecords, as the writer's linger already took the user's RecordMaxBufferedTime.
+    * aggregation stays on with one record each (so it still predicts each aggregate's shard and re-sends what lands
+    * elsewhere, kpl-notes §8) and it waits at most [[Aggregation.DaemonBufferMs]] to collect them into a PutRecords, as
+    * the writer's linger already took the user's RecordMaxBufferedTime. It fails what Kinesis throttles back to the
+    * writer, which holds each shard to `RateLimit` and re-sends (the daemon would re-send after half its buffer time:
+    * at once).
     */
   def daemonSettings: Map[String, String] = {
     val s = kplSettings
@@ -70,6 +72,7 @@ private[sparkkinesis] final case class ProducerConfig(
       s ++ Map(
         "AggregationEnabled" -> "true",
         "AggregationMaxCount" -> "1",
+        "FailIfThrottled" -> "true",
         "RecordMaxBufferedTime" -> math.min(Aggregation.DaemonBufferMs, kpc.getRecordMaxBufferedTime).toString
       )
   }

@@ -21,6 +21,7 @@ private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long
   val aggregatesSent: Counter = registry.counter(AggregatesSent)
   val recordsPerAggregate: Histogram = registry.histogram(RecordsPerAggregate)
   val misplacedAggregates: Counter = registry.counter(MisplacedAggregates)
+  val pacedAggregates: Counter = registry.counter(PacedAggregates)
   val resentRecords: Counter = registry.counter(ResentRecords)
   // The KPL's own outstanding count (Kinesis records: aggregates count once) also holds the pool's pending getMetrics
   // request, so it can read one higher; the bound's counts are what queue_limit and max_outstanding_bytes limit.
@@ -50,6 +51,7 @@ private[sparkkinesis] object ProducerMetrics {
   val AggregatesSent = "aggregatesSent"
   val RecordsPerAggregate = "recordsPerAggregate"
   val MisplacedAggregates = "misplacedAggregates"
+  val PacedAggregates = "pacedAggregates"
   val ResentRecords = "resentRecords"
   val LatencySampleEvery = 16
 
@@ -76,6 +78,7 @@ private[sparkkinesis] object ProducerMetrics {
     AggregatesSent,
     RecordsPerAggregate,
     MisplacedAggregates,
+    PacedAggregates,
     ResentRecords
   ) ++ DaemonMetrics.map(_._1)
 }

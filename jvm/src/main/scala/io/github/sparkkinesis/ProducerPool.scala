@@ -33,7 +33,6 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
           AggregationSettings.of(config.kpc),
           metrics,
           () => markBroken(),
-          p => KinesisTaskWriter.putAlone(client, p.record, p.state, p.bytes, p.startNanos),
           id.toString
         )
       )

@@ -7,6 +7,7 @@ import java.time.Duration
 import org.slf4j.LoggerFactory
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
+import software.amazon.awssdk.core.exception.SdkClientException
 import software.amazon.awssdk.http.SdkHttpConfigurationOption
 import software.amazon.awssdk.http.apache5.{Apache5HttpClient, ProxyConfiguration}
 import software.amazon.awssdk.regions.Region
@@ -74,7 +75,19 @@ private[sparkkinesis] final class SdkStreamMetadata(config: ProducerConfig, cred
     b.build()
   }
 
-  def layout(stream: String): StreamLayout = StreamLayout(isAuto(stream), shardMap(stream))
+  def layout(stream: String): StreamLayout =
+    try StreamLayout(isAuto(stream), shardMap(stream))
+    catch {
+      case e: SdkClientException if e.getMessage != null && e.getMessage.startsWith("Unable to unmarshall") =>
+        throw new IllegalStateException(
+          s"${e.getMessage.takeWhile(_ != '(').trim}: the endpoint's answer could not be parsed. The SDK reads " +
+            "Kinesis in CBOR; an emulator that answers it badly (kinesalite cuts answers at 16 KiB, so ListShards " +
+            "of 64 shards or more) needs it off in the executors' JVMs: -Daws.cborEnabled=false in " +
+            "spark.executor.extraJavaOptions (spark.driver.extraJavaOptions in local mode) or CBOR_ENABLED=false " +
+            "in their environment",
+          e
+        )
+    }
 
   private def shardMap(stream: String): ShardMap = {
     val open = Seq.newBuilder[ShardRange]

@@ -17,7 +17,7 @@ import scala.collection.mutable.ArrayBuffer
 import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableFuture, MoreExecutors}
 import io.github.sparkkinesis.shaded.protobuf.{CodedOutputStream, UnsafeByteOperations}
 import org.slf4j.LoggerFactory
-import software.amazon.kinesis.producer.{DaemonException, UserRecordResult}
+import software.amazon.kinesis.producer.{DaemonException, UserRecordFailedException, UserRecordResult}
 import software.amazon.kinesis.producer.protobuf.Messages
 
 /** A user record from `write` until its confirmation, while the writer aggregates it: what completing it needs, and
@@ -35,15 +35,29 @@ private[sparkkinesis] final class Pending(
   private[sparkkinesis] var hashKeyIndex = -1
 }
 
-/** The user's aggregation settings, applied by the writer (the daemon then gets one record per aggregate), and how
-  * often a stream's layout is read again (`DescribeStreamSummaryIntervalMs`, as the KPL re-reads the strategy).
+/** The user's aggregation settings, applied by the writer (the daemon then gets one record per aggregate), how often a
+  * stream's layout is read again (`DescribeStreamSummaryIntervalMs`, as the KPL re-reads the strategy), and the share
+  * of a shard's quota the writer sends it (`RateLimit`, percent).
   */
 private[sparkkinesis] final case class AggregationSettings(
     maxSize: Long,
     maxCount: Long,
     lingerMs: Long,
-    recheckMs: Long
-)
+    recheckMs: Long,
+    rateLimit: Long,
+    failIfThrottled: Boolean = false,
+    recordTtlMs: Long = 30000L
+) {
+
+  /** A shard's write quota in bytes and in Kinesis records per second, times `RateLimit`. */
+  def bytesPerSecond: Double = 1024.0 * 1024.0 * rateLimit / 100.0
+  def aggregatesPerSecond: Double = 1000.0 * rateLimit / 100.0
+
+  /** `AggregationMaxSize`, and at most a quarter second of the shard's bytes, so one throttled aggregate costs its
+    * shard no more than that (binds only below `RateLimit=20`).
+    */
+  def aggregateMaxBytes: Long = math.min(maxSize, math.max(1024L, (bytesPerSecond / 4).toLong))
+}
 
 private[sparkkinesis] object AggregationSettings {
 
@@ -53,18 +67,38 @@ private[sparkkinesis] object AggregationSettings {
       c.getAggregationMaxSize,
       c.getAggregationMaxCount,
       c.getRecordMaxBufferedTime,
-      c.getDescribeStreamSummaryIntervalMs
+      c.getDescribeStreamSummaryIntervalMs,
+      c.getRateLimit,
+      c.isFailIfThrottled,
+      c.getRecordTtl
     )
 }
 
-/** A sealed aggregate: its user records, the shard it was built for, and its bytes in the KPL's aggregated format. */
+/** A sealed aggregate: its user records, the buffer (shard) it was built for, and its bytes in the KPL's aggregated
+  * format; or, with no buffer, one user record the writer sends alone, as it is.
+  */
 private[sparkkinesis] final class Aggregate(
     val stream: String,
-    val shard: ShardRange,
+    val buffer: ShardBuffer,
     val entries: Array[Pending],
     val encoded: Array[Byte]
 ) {
   def records: Int = entries.length
+  def shard: ShardRange = buffer.shard
+  def alone: Boolean = buffer == null
+
+  /** When it was first handed to the KPL: throttles are re-sent until `RecordTtl` after that. */
+  var firstSentNanos = 0L
+
+  /** What Kinesis counts against the shard's quota: the data and the partition key. */
+  def quotaBytes: Int = encoded.length + entries(0).keyBytes
+
+  /** The Kinesis record the KPL gets: the aggregate under its first record's keys, or the record alone. */
+  def toRecord: KinesisRecord = {
+    val first = entries(0).record
+    if (alone) first.copy(data = first.data.duplicate())
+    else KinesisRecord(stream, first.partitionKey, entries(0).key.toString, ByteBuffer.wrap(encoded))
+  }
 }
 
 private[sparkkinesis] object Aggregate {
@@ -129,6 +163,48 @@ private[sparkkinesis] final class ShardBuffer(
   /** Bumped by every seal, so a linger ticket for an aggregate sealed meanwhile does nothing. */
   @volatile private[sparkkinesis] var generation = 0L
 
+  /** Sealed aggregates waiting for the shard's quota, oldest first; a pace ticket is due while it is not empty. */
+  private[sparkkinesis] val waiting = new java.util.ArrayDeque[Aggregate]()
+
+  /** The linger ended while aggregates waited for the shard's quota: the buffer is sealed when they have gone, so a
+    * shard held back by its quota gets fewer, fuller aggregates rather than a queue of small ones.
+    */
+  private[sparkkinesis] var lingered = false
+  private var quotaBytes = settings.bytesPerSecond
+  private var quotaRecords = settings.aggregatesPerSecond
+  private var quotaStamp = System.nanoTime()
+
+  /** Takes `a`'s share of the shard's quota (a token bucket holding one second of it, as Kinesis' own): 0 when taken,
+    * else the nanoseconds until it can be. An aggregate bigger than a second's bytes (a low `RateLimit`) goes once the
+    * bucket is full and leaves it in debt. Called under this buffer's lock.
+    */
+  def takeQuota(a: Aggregate): Long = {
+    val now = System.nanoTime()
+    val elapsed = (now - quotaStamp) / 1e9
+    quotaStamp = now
+    val (byteRate, recordRate) = (settings.bytesPerSecond, settings.aggregatesPerSecond)
+    quotaBytes = math.min(byteRate, quotaBytes + elapsed * byteRate)
+    quotaRecords = math.min(math.max(1.0, recordRate), quotaRecords + elapsed * recordRate)
+    val bytes = a.quotaBytes.toDouble
+    val needBytes = math.min(bytes, byteRate)
+    if (quotaBytes >= needBytes && quotaRecords >= 1.0) {
+      quotaBytes -= bytes
+      quotaRecords -= 1.0
+      0L
+    } else {
+      val s = math.max((needBytes - quotaBytes) / byteRate, (1.0 - quotaRecords) / recordRate)
+      math.max(1000000L, (s * 1e9).toLong)
+    }
+  }
+
+  /** Kinesis throttled this shard: what the bucket held was not there (another producer's, or the daemon's own sends of
+    * records alone, took it). Called under this buffer's lock.
+    */
+  def quotaSpent(): Unit = {
+    quotaBytes = math.min(quotaBytes, 0.0)
+    quotaRecords = math.min(quotaRecords, 0.0)
+  }
+
   /** Whether `p` alone (as the only record of an aggregate) fits `AggregationMaxSize`. */
   def fitsAlone(p: Pending): Boolean = sizeWith(p, fresh = true) + p.keyBytes <= settings.maxSize
 
@@ -150,7 +226,7 @@ private[sparkkinesis] final class ShardBuffer(
     * needs a linger ticket). Called under this buffer's lock.
     */
   def add(p: Pending, out: ArrayBuffer[Aggregate]): Boolean = {
-    if (entries.nonEmpty && sizeWith(p, fresh = false) + firstKeyBytes > settings.maxSize) out += seal()
+    if (entries.nonEmpty && sizeWith(p, fresh = false) + firstKeyBytes > settings.aggregateMaxBytes) out += seal()
     val opened = entries.isEmpty
     p.keyIndex = indexIn(keys, p.record.partitionKey, p.keyBytes)
     val hk = p.record.explicitHashKey
@@ -185,7 +261,7 @@ private[sparkkinesis] final class ShardBuffer(
     val taken = entries.toArray
     val a = new Aggregate(
       stream,
-      shard,
+      this,
       taken,
       Aggregate.encode(taken, keys.keySet.asScala.toSeq, hashKeys.keySet.asScala.toSeq)
     )
@@ -195,6 +271,7 @@ private[sparkkinesis] final class ShardBuffer(
     states = new ArrayBuffer[WriterState](4)
     size = Aggregate.FrameBytes.toLong
     generation += 1
+    lingered = false
     a
   }
 }
@@ -233,23 +310,23 @@ private[sparkkinesis] final class WriterAggregator(
     settings: AggregationSettings,
     metrics: ProducerMetrics,
     markBroken: () => Unit,
-    sendAlone: Pending => Unit,
     name: String
 ) {
   import WriterAggregator._
 
   private val streams = new ConcurrentHashMap[String, StreamState]()
-  private val lingering = new DelayQueue[LingerTicket]()
+  private val due = new DelayQueue[Ticket]()
   @volatile private var closed = false
 
+  /** Ends lingers and sends aggregates that waited for their shard's quota. */
   private val lingerThread = daemonThread(s"spark-kinesis-linger-$name") {
     while (!closed) {
       try {
-        val t = lingering.poll(1, TimeUnit.SECONDS)
-        if (t != null) lingerEnded(t)
+        val t = due.poll(1, TimeUnit.SECONDS)
+        if (t != null) t.run()
       } catch {
         case _: InterruptedException        => ()
-        case scala.util.control.NonFatal(e) => log.warn(s"Sealing a lingering aggregate failed ($name)", e)
+        case scala.util.control.NonFatal(e) => log.warn(s"Sealing or sending a waiting aggregate failed ($name)", e)
       }
     }
   }
@@ -266,6 +343,7 @@ private[sparkkinesis] final class WriterAggregator(
     * the writer's thread; the first record of a stream reads its map there.
     */
   def add(p: Pending): Unit = {
+    if (p.key == null) return sendAlone(p)
     val s = stream(p.record.stream)
     val layout = s.layout
     if (layout == null) return sendAlone(p)
@@ -279,8 +357,11 @@ private[sparkkinesis] final class WriterAggregator(
     if (!buffer.fitsAlone(p)) return sendAlone(p)
     val done = new ArrayBuffer[Aggregate](1)
     buffer.synchronized {
-      if (buffer.add(p, done)) lingering.put(new LingerTicket(buffer, buffer.generation, settings.lingerMs))
-      done.foreach(send)
+      if (buffer.add(p, done)) {
+        val generation = buffer.generation
+        due.put(new Ticket(settings.lingerMs * 1000000L, () => lingerEnded(buffer, generation)))
+      }
+      done.foreach(dispatch(buffer, _))
     }
   }
 
@@ -289,10 +370,14 @@ private[sparkkinesis] final class WriterAggregator(
     * record's deadline passes. Sealed one by one, a wide stream at a low rate per shard costs a request per shard and
     * linger (docs/benchmarks.md, "Aggregation in the writer").
     */
-  private def lingerEnded(t: LingerTicket): Unit = if (t.buffer.generation == t.generation) {
-    sealAndSend(t.buffer, b => b.generation == t.generation && !b.isEmpty)
-    val s = streams.get(t.buffer.stream)
-    if (s != null) s.buffers.foreach(b => sealAndSend(b, !_.isEmpty))
+  private def lingerEnded(buffer: ShardBuffer, generation: Long): Unit = if (buffer.generation == generation) {
+    sealLingered(buffer, b => b.generation == generation && !b.isEmpty)
+    val s = streams.get(buffer.stream)
+    if (s != null) s.buffers.foreach(b => sealLingered(b, !_.isEmpty))
+  }
+
+  private def sealLingered(b: ShardBuffer, when: ShardBuffer => Boolean): Unit = b.synchronized {
+    if (when(b)) { if (b.waiting.isEmpty) dispatch(b, b.seal()) else b.lingered = true }
   }
 
   /** Seals and sends every buffer holding a record of `state` (its commit waits for them). */
@@ -308,32 +393,85 @@ private[sparkkinesis] final class WriterAggregator(
   }
 
   private def sealAndSend(b: ShardBuffer, when: ShardBuffer => Boolean): Unit = b.synchronized {
-    if (when(b)) send(b.seal())
+    if (when(b)) dispatch(b, b.seal())
+  }
+
+  /** Sends `a` now if its shard's quota allows and nothing waits before it, else queues it behind them (`RateLimit`
+    * holds in the writer: the daemon's own limiter starts with seconds of quota in hand, and what it lets past the
+    * quota is throttled and re-sent every millisecond). Called under `b`'s lock.
+    */
+  private def dispatch(b: ShardBuffer, a: Aggregate): Unit = {
+    val wait = if (b.waiting.isEmpty) b.takeQuota(a) else -1L
+    if (wait == 0L) send(a)
+    else {
+      b.waiting.add(a)
+      metrics.pacedAggregates.inc()
+      if (wait > 0L) due.put(new Ticket(wait, () => paced(b)))
+    }
+  }
+
+  /** The head of `b`'s waiting aggregates may have its quota now: send what the quota allows, in order. */
+  private def paced(b: ShardBuffer): Unit = b.synchronized {
+    var wait = 0L
+    while (!b.waiting.isEmpty && { wait = b.takeQuota(b.waiting.peek()); wait == 0L }) send(b.waiting.poll())
+    if (!b.waiting.isEmpty) due.put(new Ticket(wait, () => paced(b)))
+    else if (b.lingered && !b.isEmpty) dispatch(b, b.seal())
   }
 
   /** Hands `a` to the KPL; called under its buffer's lock, so a shard's aggregates reach the daemon in order. */
   private def send(a: Aggregate): Unit = {
-    val first = a.entries(0)
-    val record = KinesisRecord(a.stream, first.record.partitionKey, first.key.toString, ByteBuffer.wrap(a.encoded))
     val future =
-      try client.put(record)
+      try client.put(a.toRecord)
       catch {
         case e: Throwable =>
           if (e.isInstanceOf[DaemonException]) markBroken()
           complete(a.entries, Left(e))
           return
       }
-    metrics.aggregatesSent.inc()
-    metrics.recordsPerAggregate.update(a.records)
+    if (a.firstSentNanos == 0L) {
+      a.firstSentNanos = System.nanoTime()
+      if (!a.alone) {
+        metrics.aggregatesSent.inc()
+        metrics.recordsPerAggregate.update(a.records)
+      }
+    }
     future.addListener(new AggregateCallback(future, a, this), MoreExecutors.directExecutor())
   }
 
-  /** The KPL's answer for `a`: complete its records, or re-send those a KCL consumer would drop. */
+  /** Sends `p` alone, as it is (a record without a partition key, too big for an aggregate, or for a stream that gets
+    * none); Kinesis throttling it is re-sent by the writer, as an aggregate's is.
+    */
+  private def sendAlone(p: Pending): Unit = send(new Aggregate(p.record.stream, null, Array(p), null))
+
+  /** The KPL's answer for `a`: complete its records, re-send those a KCL consumer would drop, or send `a` again when
+    * Kinesis throttled it.
+    */
   private[sparkkinesis] def completed(a: Aggregate, result: Either[Throwable, UserRecordResult]): Unit = result match {
-    case Right(r) if r.getShardId != null && r.getShardId != a.shard.id =>
+    case Right(r) if !a.alone && r.getShardId != null && r.getShardId != a.shard.id =>
       metrics.misplacedAggregates.inc()
       background.execute(() => misplaced(a, r))
-    case other => complete(a.entries, other)
+    case Left(e) if throttled(e) && !settings.failIfThrottled && !expired(a) => throttledAgain(a)
+    case other                                                               => complete(a.entries, other)
+  }
+
+  private def expired(a: Aggregate): Boolean = System.nanoTime() - a.firstSentNanos > settings.recordTtlMs * 1000000L
+
+  /** Kinesis throttled `a`. The daemon runs with `FailIfThrottled` (it would re-send it every millisecond, its buffer
+    * time): an aggregate waits again, first in line, until its shard's quota holds it; a record alone waits half a
+    * linger, as the KPL re-sends after half its `RecordMaxBufferedTime`.
+    */
+  private def throttledAgain(a: Aggregate): Unit = {
+    metrics.retries.inc(a.records.toLong)
+    if (a.alone) due.put(new Ticket(math.max(1L, settings.lingerMs / 2) * 1000000L, () => send(a)))
+    else {
+      val b = a.buffer
+      b.synchronized {
+        b.quotaSpent()
+        val idle = b.waiting.isEmpty
+        b.waiting.addFirst(a)
+        if (idle) due.put(new Ticket(0L, () => paced(b)))
+      }
+    }
   }
 
   /** `a` landed in `r.getShardId`: read the map again; its records whose hash key that shard holds are delivered, the
@@ -411,6 +549,14 @@ private[sparkkinesis] final class WriterAggregator(
 
 private[sparkkinesis] object WriterAggregator {
   private val log = LoggerFactory.getLogger(classOf[WriterAggregator])
+
+  /** Whether the KPL failed a record because Kinesis throttled its shard (the daemon runs with `FailIfThrottled`). */
+  def throttled(e: Throwable): Boolean = e match {
+    case u: UserRecordFailedException if u.getResult != null && !u.getResult.getAttempts.isEmpty =>
+      val attempts = u.getResult.getAttempts
+      attempts.get(attempts.size - 1).getErrorCode == "ProvisionedThroughputExceededException"
+    case _ => false
+  }
   val FirstBackoffMs = 1000L
   val MaxBackoffMs = 30000L
 
@@ -444,10 +590,9 @@ private[sparkkinesis] object WriterAggregator {
   }
 }
 
-/** When a buffer's linger ends: `lingerMs` after its first record. */
-private[sparkkinesis] final class LingerTicket(val buffer: ShardBuffer, val generation: Long, lingerMs: Long)
-    extends Delayed {
-  private val at = System.nanoTime() + lingerMs * 1000000L
+/** Work due `delayNanos` from now: a buffer's linger ending, or an aggregate's turn in its shard's quota. */
+private[sparkkinesis] final class Ticket(delayNanos: Long, val run: () => Unit) extends Delayed {
+  private val at = System.nanoTime() + delayNanos
   def getDelay(unit: TimeUnit): Long = unit.convert(at - System.nanoTime(), TimeUnit.NANOSECONDS)
   def compareTo(o: Delayed): Int =
     java.lang.Long.compare(getDelay(TimeUnit.NANOSECONDS), o.getDelay(TimeUnit.NANOSECONDS))

@@ -117,6 +117,115 @@ class AggregationSuite extends AnyFunSuite {
     w.close(null)
   }
 
+  test("RateLimit holds in the writer: a shard gets a second of its quota at once, then its rate, in order") {
+    val fakes = new FakePool
+    // RateLimit=1: 10 Kinesis records and 10,485 bytes a second for a shard; one record per aggregate.
+    val w = writerAgg(fakes, Map("kpl.RateLimit" -> "1", "kpl.AggregationMaxCount" -> "1"))
+    w.open(0, 0)
+    val p = fakes.last
+    val t0 = System.nanoTime()
+    (1 to 25).foreach(i => w.process(row("same", s"$i")))
+    assert(p.sent.size <= 11, s"${p.sent.size} aggregates sent at once: more than a second of the shard's quota")
+    eventually(p.sent.size == 25)
+    val took = (System.nanoTime() - t0) / 1000000
+    assert(took >= 1300, s"25 aggregates at 10 a second, 10 in hand, went in $took ms")
+    val order = p.sent.asScala.toSeq.map { r =>
+      val bytes = new Array[Byte](r.data.remaining()); r.data.duplicate().get(bytes)
+      decode(bytes)._3.head._3.toInt
+    }
+    assert(order == (1 to 25), "aggregates of a shard leave in order")
+    assert(fakes.pool.live.head.metrics.pacedAggregates.getCount >= 14)
+    p.succeedAllIn(FakeMetadata.even(2))
+    w.close(null)
+  }
+
+  test("an aggregate holds at most a quarter second of its shard's quota (below RateLimit=20)") {
+    def max(rateLimit: Long) = AggregationSettings(51200, Long.MaxValue, 100, 60000, rateLimit).aggregateMaxBytes
+    assert(max(100) == 51200 && max(20) == 51200 && max(4) == 10485 && max(1) == 2621)
+    val fakes = new FakePool
+    val w = writerAgg(fakes, Map("kpl.RateLimit" -> "1", "kpl.RecordMaxBufferedTime" -> "50"))
+    w.open(0, 0)
+    (1 to 100).foreach(i => w.process(row("same", "x" * 100)))
+    eventually { fakes.last.succeedAllIn(FakeMetadata.even(2)); fakes.pool.live.head.bound.records.get == 0 }
+    val sizes = fakes.last.sent.asScala.toSeq.map(_.data.remaining())
+    assert(sizes.size >= 4 && sizes.forall(_ <= 2621), s"aggregates of $sizes bytes at RateLimit=1")
+    w.close(null)
+  }
+
+  test("a shard held back by its quota gets fuller aggregates: the linger does not seal behind waiting ones") {
+    val fakes = new FakePool
+    // RateLimit=1: 10 aggregates a second for a shard, 10 in hand; linger 20 ms.
+    val w = writerAgg(fakes, Map("kpl.RateLimit" -> "1", "kpl.RecordMaxBufferedTime" -> "20"))
+    w.open(0, 0)
+    val p = fakes.last
+    val metrics = fakes.pool.live.head.metrics
+    var n = 0
+    while (metrics.pacedAggregates.getCount == 0) { // spend the shard's second in hand, one aggregate at a time
+      n += 1
+      w.process(row("same", s"$n"))
+      eventually(p.sent.size == n || metrics.pacedAggregates.getCount > 0)
+    }
+    val before = p.sent.size
+    (1 to 20).foreach { i => // 300 ms of records 15 ms apart: 15 lingers, 3 aggregates' worth of quota
+      w.process(row("same", s"late-$i"))
+      Thread.sleep(15)
+    }
+    def records(rs: Seq[KinesisRecord]): Int = rs.map { r =>
+      val bytes = new Array[Byte](r.data.remaining()); r.data.duplicate().get(bytes)
+      decode(bytes)._3.size
+    }.sum
+    eventually(records(p.sent.asScala.toSeq) == n + 20)
+    val aggregates = p.sent.size - before
+    assert(aggregates <= 6, s"$aggregates aggregates for the last ${n + 20 - before} records: sealed behind the queue")
+    p.succeedAllIn(FakeMetadata.even(2))
+    w.close(null)
+  }
+
+  test("a throttled aggregate or lone record is sent again by the writer, once its shard's quota allows; none lost") {
+    val throttle = "ProvisionedThroughputExceededException"
+    val fakes = new FakePool
+    // RateLimit=1: 10 aggregates a second for a shard. Linger 40 ms: a record alone waits 20 ms after a throttle.
+    val w = writerAgg(
+      fakes,
+      Map("kpl.RateLimit" -> "1", "kpl.AggregationMaxCount" -> "1", "kpl.RecordMaxBufferedTime" -> "40")
+    )
+    w.open(0, 0)
+    val p = fakes.last
+    w.process(row("same", "1"))
+    w.process(row("big", "x" * 60000)) // too big for an aggregate: alone
+    assert(p.sent.size == 2)
+    p.failOne(throttle, "Rate exceeded for shard")
+    p.failOne(throttle, "Rate exceeded for shard")
+    eventually(p.sent.size == 4)
+    val again = p.sent.asScala.toSeq.drop(2)
+    assert(again.map(_.data.remaining()).sorted == p.sent.asScala.toSeq.take(2).map(_.data.remaining()).sorted)
+    // The shard's quota was spent: the next aggregate of that shard waits its turn (1/10 s), not sent at once.
+    w.process(row("same", "2"))
+    assert(p.sent.size == 4, "an aggregate went to a shard that was just throttled")
+    eventually(p.sent.size == 5)
+    p.succeedAllIn(FakeMetadata.even(2))
+    w.close(null)
+    val m = fakes.pool.live.head.metrics
+    assert(m.recordsSent.getCount == 3 && m.recordsFailed.getCount == 0 && m.retries.getCount == 2)
+
+    // The user's FailIfThrottled=true: a throttle fails the task, as with the KPL's own retries.
+    val strict = new FakePool
+    val s = writerAgg(strict, Map("kpl.FailIfThrottled" -> "true", "kpl.AggregationMaxCount" -> "1"))
+    s.open(0, 0)
+    s.process(row("same", "1"))
+    strict.last.failOne(throttle, "Rate exceeded for shard")
+    val e = intercept[Exception](s.close(null))
+    assert(e.getMessage.contains(throttle), e.getMessage)
+  }
+
+  test("the daemon fails throttled records back to the writer only when the writer aggregates") {
+    def daemon(agg: String, extra: Map[String, String] = Map.empty) =
+      options(Map("aggregation" -> agg) ++ extra).producer.daemonSettings
+    assert(daemon("writer")("FailIfThrottled") == "true")
+    assert(daemon("writer", Map("kpl.FailIfThrottled" -> "false"))("FailIfThrottled") == "true")
+    assert(!daemon("kpl").contains("FailIfThrottled"))
+  }
+
   test("AggregationMaxCount seals; a record too big for an aggregate goes alone; AUTO streams get no aggregates") {
     val fakes = new FakePool
     val w = writerAgg(fakes, Map("kpl.AggregationMaxCount" -> "3", "kpl.AggregationMaxSize" -> "200"))

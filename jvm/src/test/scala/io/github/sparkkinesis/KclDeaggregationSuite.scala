@@ -19,7 +19,8 @@ class KclDeaggregationSuite extends AnyFunSuite {
 
   test("the KCL deaggregates every record of the writer's aggregates from the shard they were built for") {
     val layout = FakeMetadata.even(4).shards
-    val settings = AggregationSettings(maxSize = 8192, maxCount = Long.MaxValue, lingerMs = 100, recheckMs = 300000)
+    val settings =
+      AggregationSettings(maxSize = 8192, maxCount = Long.MaxValue, lingerMs = 100, recheckMs = 300000, rateLimit = 100)
     val buffers = layout.shards.map(sh => new ShardBuffer("s", sh, settings))
     val rng = new Random(26)
     val sealedAggregates = ArrayBuffer.empty[Aggregate]
