@@ -28,6 +28,12 @@ class AggregationSuite extends AnyFunSuite {
     (a.getPartitionKeyTableList.asScala.toSeq, a.getExplicitHashKeyTableList.asScala.toSeq, records)
   }
 
+  /** The user records of one Kinesis record the writer sent as an aggregate. */
+  private def userRecords(r: KinesisRecord): Seq[(Int, Int, String)] = {
+    val bytes = new Array[Byte](r.data.remaining()); r.data.duplicate().get(bytes)
+    decode(bytes)._3
+  }
+
   private def writerAgg(fakes: FakePool, extra: Map[String, String] = Map.empty) =
     writer(fakes, Map("aggregation" -> "writer") ++ extra)
 
@@ -129,10 +135,7 @@ class AggregationSuite extends AnyFunSuite {
     eventually(p.sent.size == 25)
     val took = (System.nanoTime() - t0) / 1000000
     assert(took >= 1300, s"25 aggregates at 10 a second, 10 in hand, went in $took ms")
-    val order = p.sent.asScala.toSeq.map { r =>
-      val bytes = new Array[Byte](r.data.remaining()); r.data.duplicate().get(bytes)
-      decode(bytes)._3.head._3.toInt
-    }
+    val order = p.sent.asScala.toSeq.map(r => userRecords(r).head._3.toInt)
     assert(order == (1 to 25), "aggregates of a shard leave in order")
     assert(fakes.pool.live.head.metrics.pacedAggregates.getCount >= 14)
     p.succeedAllIn(FakeMetadata.even(2))
@@ -170,11 +173,7 @@ class AggregationSuite extends AnyFunSuite {
       w.process(row("same", s"late-$i"))
       Thread.sleep(15)
     }
-    def records(rs: Seq[KinesisRecord]): Int = rs.map { r =>
-      val bytes = new Array[Byte](r.data.remaining()); r.data.duplicate().get(bytes)
-      decode(bytes)._3.size
-    }.sum
-    eventually(records(p.sent.asScala.toSeq) == n + 20)
+    eventually(p.sent.asScala.toSeq.map(userRecords(_).size).sum == n + 20)
     val aggregates = p.sent.size - before
     assert(aggregates <= 6, s"$aggregates aggregates for the last ${n + 20 - before} records: sealed behind the queue")
     p.succeedAllIn(FakeMetadata.even(2))
