@@ -323,7 +323,7 @@ def plot_tuning(result: dict[str, Any], img: Path) -> Path | None:
     if not t or not t.get("runs"):
         return None
     plt = _plt()
-    panels = [(t["runs"], "unthrottled: 100 B, 8 shards")]
+    panels = [(t["runs"], "unthrottled: 100 B, 24 shards")]
     if t.get("limited_runs"):
         panels.append((t["limited_runs"], "behind shard quotas: 1 KiB, 4 shards at 1 MiB/s"))
     fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 0.5 * len(t["variants"]) + 2), squeeze=False)

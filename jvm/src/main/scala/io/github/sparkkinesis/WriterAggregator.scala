@@ -88,7 +88,7 @@ private[sparkkinesis] final class Aggregate(
   def alone: Boolean = buffer == null
 
   /** When it was first handed to the KPL: throttles are re-sent until `RecordTtl` after that. */
-  var firstSentNanos = 0L
+  @volatile var firstSentNanos = 0L
 
   /** What Kinesis counts against the shard's quota: the data and the partition key. */
   def quotaBytes: Int = encoded.length + entries(0).keyBytes
@@ -420,6 +420,8 @@ private[sparkkinesis] final class WriterAggregator(
 
   /** Hands `a` to the KPL; called under its buffer's lock, so a shard's aggregates reach the daemon in order. */
   private def send(a: Aggregate): Unit = {
+    val first = a.firstSentNanos == 0L
+    if (first) a.firstSentNanos = System.nanoTime() // before the put: its answer may come before the next line
     val future =
       try client.put(a.toRecord)
       catch {
@@ -428,12 +430,9 @@ private[sparkkinesis] final class WriterAggregator(
           complete(a.entries, Left(e))
           return
       }
-    if (a.firstSentNanos == 0L) {
-      a.firstSentNanos = System.nanoTime()
-      if (!a.alone) {
-        metrics.aggregatesSent.inc()
-        metrics.recordsPerAggregate.update(a.records)
-      }
+    if (first && !a.alone) {
+      metrics.aggregatesSent.inc()
+      metrics.recordsPerAggregate.update(a.records)
     }
     future.addListener(new AggregateCallback(future, a, this), MoreExecutors.directExecutor())
   }
