@@ -9,7 +9,7 @@ same rate over 4 to 256 shards: each shard's aggregates shrink as they do for on
 wide stream, and every shard is at its quota.
 
 Where the scaling stops being faithful:
-- ``RateLimit`` cannot go below 1 % (10 KiB/s, and 10 aggregated records/s) of a real shard: the 2.5 MiB/s
+- ``RateLimit`` cannot go below 1 % (10 KiB/s, and 10 aggregated records/s) of a real shard: the ~2.56 MiB/s
   link puts a shard's share at exactly that at 256 shards.
 - A 100 KiB record is more than a second of a scaled shard's quota at 64 and 256 shards (64 and 16 KiB/s),
   which no real shard sees. The front admits it into a full bucket and the shard then pays it back
@@ -47,10 +47,12 @@ from spark_kinesis_testkit.faults import FaultFront
 
 SHARD_COUNTS = [int(x) for x in os.environ.get("BENCH_SCALE_SHARDS", "4,16,64,256").split(",")]
 # Bytes/s of the whole stream per record size: what kinesalite behind the fault front serves on 2 cores with
-# room to spare. 2.5 MiB/s puts a shard's share at 10 KiB/s at 256 shards, the finest quota the KPL's RateLimit
-# (a whole percent of a real shard) still matches: 1 %. 100 KiB records get 4 MiB/s, at 64 and 256 shards still
-# less than one record per second a shard (see the module docstring).
-LINK = {100: 2560 * 1024, 1024: 2560 * 1024, 102400: 4 * 1024 * 1024}
+# room to spare. ~2.56 MiB/s puts a shard's share at 1 % of a real shard's (rounded up to a byte) at 256 shards, the
+# finest quota the KPL's RateLimit (a whole percent of a real shard) matches, and at whole percents (4, 16, 64) at
+# 64, 16 and 4 shards: RateLimit never holds a shard above its quota. 100 KiB records get 4 MiB/s, at 64 and 256
+# shards still less than one record per second a shard (see the module docstring).
+ONE_PERCENT = -(-1024 * 1024 // 100)  # bytes/s: 1 % of a real shard's quota, rounded up
+LINK = {100: 256 * ONE_PERCENT, 1024: 256 * ONE_PERCENT, 102400: 4 * 1024 * 1024}
 LINK = {k: v for k, v in LINK.items() if str(k) in os.environ.get("BENCH_SCALE_SIZES", "100,1024,102400").split(",")}
 SECONDS = float(os.environ.get("BENCH_SCALE_SECONDS", "12"))
 EXECUTORS = [int(x) for x in os.environ.get("BENCH_SCALE_EXECUTORS", "1,2").split(",")]

@@ -53,6 +53,10 @@ private[sparkkinesis] final case class AggregationSettings(
   def bytesPerSecond: Double = 1024.0 * 1024.0 * rateLimit / 100.0
   def aggregatesPerSecond: Double = 1000.0 * rateLimit / 100.0
 
+  /** What a shard's bucket holds at most: [[AggregationSettings.BurstSeconds]] of the quota, in bytes and records. */
+  def burstBytes: Double = bytesPerSecond * AggregationSettings.BurstSeconds
+  def burstAggregates: Double = math.max(1.0, aggregatesPerSecond * AggregationSettings.BurstSeconds)
+
   /** `AggregationMaxSize`, and at most a quarter second of the shard's bytes, so one throttled aggregate costs its
     * shard no more than that (binds only below `RateLimit=20`).
     */
@@ -60,6 +64,12 @@ private[sparkkinesis] final case class AggregationSettings(
 }
 
 private[sparkkinesis] object AggregationSettings {
+
+  /** Kinesis lets a shard take about a second of its quota at once. Holding half of that keeps Kinesis' bucket half a
+    * second ahead of the writer's, so sends that reach it bunched (one delayed on the way, the next not) still find
+    * room; with a full second on both sides, such a pair was throttled now and then.
+    */
+  val BurstSeconds = 0.5
 
   /** From the user's settings as the KPL reads them ([[ProducerConfig.kpc]]: its defaults where none). */
   def of(c: software.amazon.kinesis.producer.KinesisProducerConfiguration): AggregationSettings =
@@ -170,23 +180,24 @@ private[sparkkinesis] final class ShardBuffer(
     * shard held back by its quota gets fewer, fuller aggregates rather than a queue of small ones.
     */
   private[sparkkinesis] var lingered = false
-  private var quotaBytes = settings.bytesPerSecond
-  private var quotaRecords = settings.aggregatesPerSecond
+  private var quotaBytes = settings.burstBytes
+  private var quotaRecords = settings.burstAggregates
   private var quotaStamp = System.nanoTime()
 
-  /** Takes `a`'s share of the shard's quota (a token bucket holding one second of it, as Kinesis' own): 0 when taken,
-    * else the nanoseconds until it can be. An aggregate bigger than a second's bytes (a low `RateLimit`) goes once the
-    * bucket is full and leaves it in debt. Called under this buffer's lock.
+  /** Takes `a`'s share of the shard's quota (a token bucket refilled at `RateLimit`, holding half a second of it:
+    * [[AggregationSettings.BurstSeconds]]): 0 when taken, else the nanoseconds until it can be. An aggregate bigger
+    * than the bucket (a low `RateLimit`) goes once the bucket is full and leaves it in debt. Called under this buffer's
+    * lock.
     */
   def takeQuota(a: Aggregate): Long = {
     val now = System.nanoTime()
     val elapsed = (now - quotaStamp) / 1e9
     quotaStamp = now
     val (byteRate, recordRate) = (settings.bytesPerSecond, settings.aggregatesPerSecond)
-    quotaBytes = math.min(byteRate, quotaBytes + elapsed * byteRate)
-    quotaRecords = math.min(math.max(1.0, recordRate), quotaRecords + elapsed * recordRate)
+    quotaBytes = math.min(settings.burstBytes, quotaBytes + elapsed * byteRate)
+    quotaRecords = math.min(settings.burstAggregates, quotaRecords + elapsed * recordRate)
     val bytes = a.quotaBytes.toDouble
-    val needBytes = math.min(bytes, byteRate)
+    val needBytes = math.min(bytes, settings.burstBytes)
     if (quotaBytes >= needBytes && quotaRecords >= 1.0) {
       quotaBytes -= bytes
       quotaRecords -= 1.0
