@@ -602,7 +602,8 @@ def table(result: dict[str, Any], source: str) -> str:
             )
     for j in result.get("jmh", []):
         row(
-            f"hot path `process()` (JMH, stub producer, 100 B), limit check {j['params'].get('limit', '?')}",
+            f"hot path `process()` (JMH, stub producer, 100 B), aggregation='{j['params'].get('aggregation', 'kpl')}', "
+            f"limit check {j['params'].get('limit', '?')}",
             f"**{j['ns_per_op']:.0f}** ± {j['error']:.0f} ns/record",
             "≤ 1,000 ns",
             j["ns_per_op"] <= 1000,

@@ -135,7 +135,7 @@ private[sparkkinesis] object KinesisWriterOptions {
     "string",
     "who packs user records into Kinesis records: ``'writer'`` (per shard, before the KPL daemon: far less CPU " +
       "per record) or ``'kpl'`` (the daemon, one user record at a time).",
-    Some(Aggregation.Kpl.name),
+    Some(Aggregation.Writer.name),
     allowed = Some(Allowed.OneOf(Aggregation.all.map(_.name)))
   )
   val FlushTimeoutMs: OptionSpec = row(

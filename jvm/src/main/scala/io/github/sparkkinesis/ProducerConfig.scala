@@ -41,7 +41,7 @@ private[sparkkinesis] final case class ProducerConfig(
     endpoint: Option[Endpoint],
     credentials: Credentials,
     kpl: SortedMap[String, String],
-    aggregation: Aggregation = Aggregation.Kpl
+    aggregation: Aggregation = Aggregation.Writer
 ) {
 
   /** The final KPL settings as the user sees them: writer defaults, then the user's, then region and endpoint. */

@@ -9,10 +9,10 @@ class OptionsSuite extends AnyFunSuite {
   private def rejected(extra: (String, String)*): String =
     intercept[IllegalArgumentException](KinesisWriterOptions.parse(base ++ extra)).getMessage
 
-  test("defaults: bounded queue, fail on error, KPL CloudWatch upload off, aggregation in the KPL") {
+  test("defaults: bounded queue, fail on error, KPL CloudWatch upload off, aggregation in the writer") {
     val o = parse()
-    assert(o.producer.aggregation == Aggregation.Kpl && !o.producer.aggregatesInWriter)
-    assert(parse("aggregation" -> "writer").producer.aggregatesInWriter)
+    assert(o.producer.aggregation == Aggregation.Writer && o.producer.aggregatesInWriter)
+    assert(!parse("aggregation" -> "kpl").producer.aggregatesInWriter)
     assert(o.queueLimit == 10000)
     assert(o.queueLimit < Int.MaxValue)
     assert(o.maxOutstandingBytes == 64L * 1024 * 1024)
