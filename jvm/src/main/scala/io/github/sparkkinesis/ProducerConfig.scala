@@ -41,7 +41,7 @@ private[sparkkinesis] final case class ProducerConfig(
     endpoint: Option[Endpoint],
     credentials: Credentials,
     kpl: SortedMap[String, String],
-    aggregation: Aggregation = Aggregation.Writer
+    aggregation: Aggregation // its default is the option table's (KinesisWriterOptions), the one place it is set
 ) {
 
   /** The final KPL settings as the user sees them: writer defaults, then the user's, then region and endpoint. */
