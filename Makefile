@@ -30,7 +30,7 @@ help:
 	@echo "make demo   - the same query without a bound and with queue_limit behind shard quotas (~2 min): live lines, a plot, every record checked"
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
-	@echo "make bench  - benchmarks (~65 min): vs boto3, vs a bare KPL loop, KPL settings one at a time, backpressure, scale, JMH, real-time latency -> docs/benchmarks.md"
+	@echo "make bench  - benchmarks (~80 min): vs boto3, vs a bare KPL loop, KPL settings one at a time, backpressure, scale, JMH, real-time latency -> docs/benchmarks.md"
 	@echo "make bench-scale - the scale part alone (~20 min): shards x record sizes x executors, results beside"
 	@echo "make lint   - scalafmt check, ruff, mypy, actionlint (the GitHub workflow)"
 
