@@ -22,7 +22,7 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/kpl/src -type f 2>/dev/null) build.
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test test-localstack sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator kafka lint actionlint fmt bench bench-scale clean help
+.PHONY: test test-localstack sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator kafka platform-jars lint actionlint fmt bench bench-scale clean help
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
@@ -66,6 +66,16 @@ $(KAFKA_STAMP): tools/kafka/pom.xml tools/kafka/spark/pom.xml
 	mvn -B -q -f tools/kafka/spark/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.cache/kafka/spark
 	touch $@
 
+# Jars Spark platforms put on the class path beside ours (tools/platform-jars/pom.xml: AWS SDK bundles as EMR, Glue
+# and hadoop-aws carry them, the SDK v1 bundle, hadoop-aws, a second KPL), from Maven Central into .cache/platform-jars
+# for the class-path matrix (tests/test_classpath.py). About 3 GB: the SDK bundles are 0.5-0.7 GB each.
+PLATFORM_JARS_STAMP := .cache/platform-jars/.stamp
+platform-jars: $(PLATFORM_JARS_STAMP)
+$(PLATFORM_JARS_STAMP): tools/platform-jars/pom.xml
+	rm -rf .cache/platform-jars && mkdir -p .cache/platform-jars
+	mvn -B -q -f tools/platform-jars/pom.xml dependency:copy -DoutputDirectory=$(CURDIR)/.cache/platform-jars
+	touch $@
+
 # sbt's bundlePython copies the KPL bundle and every line's jar into the Python package (the wheel
 # carries them); publishM2 puts each artifact and its POM into M2_REPO (spark-submit --packages).
 # One `all` so the KPL bundle is assembled once (its notice merge is not cached between commands).
@@ -87,7 +97,7 @@ unit:
 # the emulator are set up (one make -j).
 test:
 	mkdir -p .cache
-	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka sbt-test
+	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka platform-jars sbt-test
 	@status=0; \
 	leg35="== leg spark3.5: pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m 'every_line or spark35_leg' =="; \
 	echo "$$leg35 (runs beside the next leg; its output follows it)"; \
@@ -112,10 +122,10 @@ sbt-test:
 test-localstack: venv emulator jar
 	PY=$(CURDIR)/$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash tools/localstack-leg.sh
 
-pytest: venv emulator kafka jar
+pytest: venv emulator kafka platform-jars jar
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
-pytest35: venv35 emulator jar
+pytest35: venv35 emulator platform-jars jar
 	$(PY35) -m pytest tests -m every_line $(PYTEST_ARGS)
 
 $(VENV)/.demo-stamp: tools/requirements-demo.txt $(VENV)/.stamp

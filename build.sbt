@@ -16,8 +16,9 @@ val projectVersion = {
   v.replaceAll("\\.dev\\d*$", "-SNAPSHOT")
 }
 val kplVersion = "1.1.1"
-// The AWS SDK the bundle carries, every module at one version: the Kinesis client (the writer's own aggregation reads
-// shard maps and RecordDistributionStrategy, which SDKs before 2026-09 do not know) and the KPL's STS and CloudWatch.
+// The AWS SDK the bundle carries (relocated, like all of it), every module at one version: the Kinesis client (the
+// writer's own aggregation reads shard maps and RecordDistributionStrategy, which SDKs before 2.55.4 do not know) and the
+// KPL's STS and CloudWatch.
 val awsSdkVersion = "2.57.8"
 val gsrVersion = "1.1.24" // the version KPL 1.1.1 declares
 
@@ -148,20 +149,29 @@ lazy val kpl = (project in file("jvm/kpl"))
     },
     assembly / assemblyJarName := s"${name.value}-${version.value}.jar",
     assembly / assemblyOption ~= (_.withIncludeScala(false)),
+    // Everything third-party is relocated under io.github.sparkkinesis.shaded: Spark platforms put their own AWS SDK
+    // (EMR, Glue, Databricks, hadoop-aws), Guava, Jackson, protobuf and HttpClient on the JVM's class path, and EMR also
+    // an older KPL (inside the awslabs Kinesis connector). Unrelocated, whichever copy comes first wins (docs/bundle.md).
+    // jarjar renames classes, the string constants naming them, resource paths under a relocated package and the
+    // service files (their names and the class names inside); KplResources moves what the KPL finds by a path of its own.
     assembly / assemblyShadeRules := Seq(
-      ShadeRule.rename("com.google.common.**" -> "io.github.sparkkinesis.shaded.guava.@1").inAll,
-      ShadeRule.rename("com.google.thirdparty.**" -> "io.github.sparkkinesis.shaded.guava.thirdparty.@1").inAll,
-      ShadeRule.rename("com.google.protobuf.**" -> "io.github.sparkkinesis.shaded.protobuf.@1").inAll,
-      ShadeRule.rename("com.fasterxml.jackson.**" -> "io.github.sparkkinesis.shaded.jackson.@1").inAll,
-      ShadeRule.rename("org.apache.commons.io.**" -> "io.github.sparkkinesis.shaded.commons.io.@1").inAll,
-      ShadeRule.rename("org.apache.commons.lang3.**" -> "io.github.sparkkinesis.shaded.commons.lang3.@1").inAll,
-      ShadeRule.rename("org.apache.http.**" -> "io.github.sparkkinesis.shaded.http.@1").inAll,
-      ShadeRule.rename("org.apache.hc.**" -> "io.github.sparkkinesis.shaded.hc.@1").inAll,
-      ShadeRule.rename("org.apache.commons.codec.**" -> "io.github.sparkkinesis.shaded.commons.codec.@1").inAll,
-      ShadeRule.rename("org.apache.commons.logging.**" -> "io.github.sparkkinesis.shaded.commons.logging.@1").inAll,
-      ShadeRule.rename("org.reactivestreams.**" -> "io.github.sparkkinesis.shaded.reactivestreams.@1").inAll,
-      ShadeRule.rename("com.amazonaws.services.schemaregistry.**" -> "io.github.sparkkinesis.shaded.gsr.@1").inAll
-    ),
+      "com.google.common" -> "guava",
+      "com.google.thirdparty" -> "guava.thirdparty",
+      "com.google.protobuf" -> "protobuf",
+      "com.fasterxml.jackson" -> "jackson",
+      "org.apache.commons.io" -> "commons.io",
+      "org.apache.commons.lang3" -> "commons.lang3",
+      "org.apache.http" -> "http",
+      "org.apache.hc" -> "hc",
+      "org.apache.commons.codec" -> "commons.codec",
+      "org.apache.commons.logging" -> "commons.logging",
+      "org.reactivestreams" -> "reactivestreams",
+      "org.jspecify" -> "jspecify",
+      "com.amazonaws.services.schemaregistry" -> "gsr",
+      "software.amazon.awssdk" -> "awssdk",
+      "software.amazon.eventstream" -> "eventstream",
+      "software.amazon.kinesis.producer" -> "kpl"
+    ).map { case (from, to) => ShadeRule.rename(s"$from.**" -> s"${KplResources.ShadedPrefix}.$to.@1").inAll },
     assembly / assemblyMergeStrategy := {
       // Multi-release variants escape relocation (and are not Java 8); the manifest enabling them is dropped anyway.
       case PathList("META-INF", "versions", _ @_*)              => MergeStrategy.discard
@@ -172,12 +182,26 @@ lazy val kpl = (project in file("jvm/kpl"))
         MergeStrategy.discard
       case PathList("META-INF", n) if n.toUpperCase.startsWith("NOTICE") || n.toUpperCase.startsWith("LICENSE") =>
         distinctTexts
-      case PathList("META-INF", "services", _ @_*) => MergeStrategy.concat
-      case PathList("META-INF", "MANIFEST.MF")     => MergeStrategy.discard
-      case PathList("META-INF", _ @_*)             => MergeStrategy.first
-      case x if x.endsWith(".proto")               => MergeStrategy.first
-      case x if x.contains("codegen-resources")    => MergeStrategy.first
-      case x                                       => MergeStrategy.defaultMergeStrategy(x)
+      case PathList("META-INF", "services", _ @_*)      => MergeStrategy.concat
+      case PathList("META-INF", "MANIFEST.MF")          => MergeStrategy.discard
+      case PathList("META-INF", "spark-kinesis", _ @_*) => MergeStrategy.first
+      // Build metadata of the bundled jars (Maven coordinates, GraalVM and ProGuard hints, the SDK's per-module
+      // version files) under their original names: read by no code at run time, and it would name packages we relocated.
+      case PathList("META-INF", d, _ @_*)
+          if Set("maven", "native-image", "proguard", "software.amazon.awssdk").contains(d) =>
+        MergeStrategy.discard
+      case PathList("META-INF", "DEPENDENCIES") => MergeStrategy.discard
+      case PathList("META-INF", _ @_*)          => MergeStrategy.first
+      // The KPL's daemons and CA certificates, at paths of our own; its classes look there (KplResources).
+      case x if KplResources.movedResource(x).isDefined                          => KplResources.moveResource
+      case x if x.startsWith(KplResources.ShadedKplPath) && x.endsWith(".class") => KplResources.rewriteClass
+      // Sources, schemas and test types the Glue schema-registry and protobuf jars carry at the root: no code of the
+      // writer's path loads them (it never sends GSR schemas), and they would sit unrelocated beside a platform's.
+      case x if x.endsWith(".proto") || x.endsWith(".java") || x.endsWith(".java.vm")   => MergeStrategy.discard
+      case PathList(d, _ @_*) if Set("additionalTypes", "metadata", "java").contains(d) => MergeStrategy.discard
+      case "mime.types" | "Name"                                                        => MergeStrategy.discard
+      case x if x.contains("codegen-resources")                                         => MergeStrategy.first
+      case x => MergeStrategy.defaultMergeStrategy(x)
     },
     assembly / test := {},
     // The bundle is the artifact: the line projects compile against its relocated classes (sbt-assembly refuses

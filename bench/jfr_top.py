@@ -18,9 +18,9 @@ MARKERS = {
     "writer.process": "io.github.sparkkinesis.KinesisForeachWriter.process",
     "writer.convert": "io.github.sparkkinesis.RowConverter",
     "writer.backpressure": "io.github.sparkkinesis.QueueLimiter.await",
-    "kpl.addUserRecord": "com.amazonaws.services.kinesis.producer.KinesisProducer.addUserRecord",
-    "kpl.daemon_io": "com.amazonaws.services.kinesis.producer.Daemon",
-    "kpl.callbacks": "com.amazonaws.services.kinesis.producer.KinesisProducer$MessageHandler",
+    "kpl.addUserRecord": "io.github.sparkkinesis.shaded.kpl.KinesisProducer.addUserRecord",
+    "kpl.daemon_io": "io.github.sparkkinesis.shaded.kpl.Daemon",
+    "kpl.callbacks": "io.github.sparkkinesis.shaded.kpl.KinesisProducer$MessageHandler",
     "spark.foreach_sink": "org.apache.spark.sql.execution.streaming",
     "parquet": "org.apache.parquet",
 }

@@ -3,7 +3,7 @@ package io.github.sparkkinesis
 import java.net.URI
 import java.util.concurrent.{CountDownLatch, TimeUnit}
 
-import software.amazon.awssdk.auth.credentials.{
+import io.github.sparkkinesis.shaded.awssdk.auth.credentials.{
   AwsBasicCredentials,
   AwsCredentials,
   AwsCredentialsProvider,
@@ -12,10 +12,10 @@ import software.amazon.awssdk.auth.credentials.{
   ProfileCredentialsProvider,
   StaticCredentialsProvider
 }
-import software.amazon.awssdk.regions.Region
-import software.amazon.awssdk.services.sts.StsClient
-import software.amazon.awssdk.services.sts.auth.StsAssumeRoleCredentialsProvider
-import software.amazon.awssdk.services.sts.model.AssumeRoleRequest
+import io.github.sparkkinesis.shaded.awssdk.regions.Region
+import io.github.sparkkinesis.shaded.awssdk.services.sts.StsClient
+import io.github.sparkkinesis.shaded.awssdk.services.sts.auth.StsAssumeRoleCredentialsProvider
+import io.github.sparkkinesis.shaded.awssdk.services.sts.model.AssumeRoleRequest
 
 /** Where the KPL's credentials come from. Secrets never appear in `toString`; equality (used as the producer pool's
   * key) still sees them, so different keys never share a producer.

@@ -6,7 +6,7 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference, LongAdder}
 
 import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableFuture, MoreExecutors}
 import org.slf4j.LoggerFactory
-import software.amazon.kinesis.producer.{
+import io.github.sparkkinesis.shaded.kpl.{
   Attempt,
   DaemonException,
   FutureTimedOutException,

@@ -1,6 +1,6 @@
 package io.github.sparkkinesis
 
-import software.amazon.kinesis.producer.KinesisProducerConfiguration
+import io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration
 
 /** Every settable `KinesisProducerConfiguration` property, by its exact KPL name.
   *

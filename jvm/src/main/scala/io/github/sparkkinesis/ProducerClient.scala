@@ -1,7 +1,7 @@
 package io.github.sparkkinesis
 
 import io.github.sparkkinesis.shaded.guava.util.concurrent.ListenableFuture
-import software.amazon.kinesis.producer.{KinesisProducer, UserRecordResult}
+import io.github.sparkkinesis.shaded.kpl.{KinesisProducer, UserRecordResult}
 
 import io.github.sparkkinesis.compat.CollectionConverters._
 
@@ -27,7 +27,7 @@ private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) exte
 
   private[sparkkinesis] val kpl: KinesisProducer = {
     val c =
-      KplSettings.applyTo(new software.amazon.kinesis.producer.KinesisProducerConfiguration(), config.daemonSettings)
+      KplSettings.applyTo(new io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration(), config.daemonSettings)
     c.setCredentialsProvider(credentials) // also the metrics credentials: the KPL falls back to it
     val producer = new KinesisProducer(c)
     try credentials.awaitFirst(KplProducerClient.CredentialsTimeoutMs)

@@ -6,10 +6,10 @@ import scala.collection.immutable.SortedMap
   * executors' answer may differ anyway).
   */
 private[sparkkinesis] object DriverRegion {
-  import software.amazon.awssdk.regions.providers.{AwsProfileRegionProvider, SystemSettingsRegionProvider}
+  import io.github.sparkkinesis.shaded.awssdk.regions.providers.{AwsProfileRegionProvider, SystemSettingsRegionProvider}
 
   def lookup(profile: Option[String]): Option[String] = {
-    def attempt(f: => software.amazon.awssdk.regions.Region) =
+    def attempt(f: => io.github.sparkkinesis.shaded.awssdk.regions.Region) =
       try Option(f).map(_.id())
       catch { case scala.util.control.NonFatal(_) => None }
     attempt(new SystemSettingsRegionProvider().getRegion)
@@ -51,8 +51,8 @@ private[sparkkinesis] final case class ProducerConfig(
     }
 
   /** The user's KPL settings as the KPL reads them: its own defaults where none is set. */
-  def kpc: software.amazon.kinesis.producer.KinesisProducerConfiguration =
-    KplSettings.applyTo(new software.amazon.kinesis.producer.KinesisProducerConfiguration(), kplSettings)
+  def kpc: io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration =
+    KplSettings.applyTo(new io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration(), kplSettings)
 
   /** Whether the writer builds the aggregates (aggregation='writer', unless the user turned aggregation off). */
   def aggregatesInWriter: Boolean =

@@ -5,14 +5,14 @@ import java.net.URI
 import java.time.Duration
 
 import org.slf4j.LoggerFactory
-import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider
-import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration
-import software.amazon.awssdk.core.exception.SdkClientException
-import software.amazon.awssdk.http.SdkHttpConfigurationOption
-import software.amazon.awssdk.http.apache5.{Apache5HttpClient, ProxyConfiguration}
-import software.amazon.awssdk.regions.Region
-import software.amazon.awssdk.services.kinesis.KinesisClient
-import software.amazon.awssdk.services.kinesis.model.{
+import io.github.sparkkinesis.shaded.awssdk.auth.credentials.AwsCredentialsProvider
+import io.github.sparkkinesis.shaded.awssdk.core.client.config.ClientOverrideConfiguration
+import io.github.sparkkinesis.shaded.awssdk.core.exception.SdkClientException
+import io.github.sparkkinesis.shaded.awssdk.http.SdkHttpConfigurationOption
+import io.github.sparkkinesis.shaded.awssdk.http.apache5.{Apache5HttpClient, ProxyConfiguration}
+import io.github.sparkkinesis.shaded.awssdk.regions.Region
+import io.github.sparkkinesis.shaded.awssdk.services.kinesis.KinesisClient
+import io.github.sparkkinesis.shaded.awssdk.services.kinesis.model.{
   DescribeStreamSummaryRequest,
   KinesisException,
   ListShardsRequest,
@@ -20,7 +20,7 @@ import software.amazon.awssdk.services.kinesis.model.{
   ShardFilter,
   ShardFilterType
 }
-import software.amazon.awssdk.utils.AttributeMap
+import io.github.sparkkinesis.shaded.awssdk.utils.AttributeMap
 
 import io.github.sparkkinesis.compat.CollectionConverters._
 

@@ -17,8 +17,8 @@ import scala.collection.mutable.ArrayBuffer
 import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableFuture, MoreExecutors}
 import io.github.sparkkinesis.shaded.protobuf.{CodedOutputStream, UnsafeByteOperations}
 import org.slf4j.LoggerFactory
-import software.amazon.kinesis.producer.{DaemonException, UserRecordFailedException, UserRecordResult}
-import software.amazon.kinesis.producer.protobuf.Messages
+import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordFailedException, UserRecordResult}
+import io.github.sparkkinesis.shaded.kpl.protobuf.Messages
 
 /** A user record from `write` until its confirmation, while the writer aggregates it: what completing it needs, and
   * where it sits in its aggregate (its indices into the aggregate's key tables).
@@ -72,7 +72,7 @@ private[sparkkinesis] object AggregationSettings {
   val BurstSeconds = 0.5
 
   /** From the user's settings as the KPL reads them ([[ProducerConfig.kpc]]: its defaults where none). */
-  def of(c: software.amazon.kinesis.producer.KinesisProducerConfiguration): AggregationSettings =
+  def of(c: io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration): AggregationSettings =
     AggregationSettings(
       c.getAggregationMaxSize,
       c.getAggregationMaxCount,

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets
 import java.security.MessageDigest
 
 import org.scalatest.funsuite.AnyFunSuite
-import software.amazon.kinesis.producer.protobuf.Messages
+import io.github.sparkkinesis.shaded.kpl.protobuf.Messages
 
 import io.github.sparkkinesis.compat.CollectionConverters._
 

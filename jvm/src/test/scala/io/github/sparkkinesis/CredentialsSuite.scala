@@ -1,7 +1,11 @@
 package io.github.sparkkinesis
 
 import org.scalatest.funsuite.AnyFunSuite
-import software.amazon.awssdk.auth.credentials.{AwsBasicCredentials, AwsCredentials, AwsCredentialsProvider}
+import io.github.sparkkinesis.shaded.awssdk.auth.credentials.{
+  AwsBasicCredentials,
+  AwsCredentials,
+  AwsCredentialsProvider
+}
 
 /** The KPL (1.1) resolves the provider to send the daemon its first credentials over the pipe, then again on its
   * refresh loop; [[ReportingCredentials]] reports how the first resolution went.
@@ -52,7 +56,7 @@ class CredentialsSuite extends AnyFunSuite {
   }
 
   test("the bundled KPL sends the first credentials over the pipe (1.0.8+), so none is ever on a command line") {
-    val daemon = classOf[software.amazon.kinesis.producer.Daemon]
+    val daemon = classOf[io.github.sparkkinesis.shaded.kpl.Daemon]
     assert(daemon.getDeclaredMethods.exists(_.getName == "sendInitialCredentials"), "a KPL older than 1.1 is bundled")
   }
 }

@@ -3,7 +3,7 @@ package io.github.sparkkinesis
 import java.util.concurrent.ConcurrentLinkedQueue
 
 import io.github.sparkkinesis.shaded.guava.util.concurrent.{ListenableFuture, SettableFuture}
-import software.amazon.kinesis.producer.{Attempt, UserRecordFailedException, UserRecordResult}
+import io.github.sparkkinesis.shaded.kpl.{Attempt, UserRecordFailedException, UserRecordResult}
 
 import io.github.sparkkinesis.compat.CollectionConverters._
 

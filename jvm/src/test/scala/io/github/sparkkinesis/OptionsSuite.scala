@@ -159,7 +159,7 @@ class OptionsSuite extends AnyFunSuite {
       "StsEndpoint" -> "not in the daemon's configuration since 1.0.5 (no STS in native code)",
       "StsPort" -> "not in the daemon's configuration since 1.0.5 (no STS in native code)"
     )
-    val setters = classOf[software.amazon.kinesis.producer.KinesisProducerConfiguration].getDeclaredMethods.toSeq
+    val setters = classOf[io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration].getDeclaredMethods.toSeq
       .filter(m => java.lang.reflect.Modifier.isPublic(m.getModifiers) && m.getName.startsWith("set"))
       .map(_.getName.stripPrefix("set"))
       .toSet

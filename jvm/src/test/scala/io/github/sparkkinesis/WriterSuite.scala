@@ -1,7 +1,7 @@
 package io.github.sparkkinesis
 
 import org.scalatest.funsuite.AnyFunSuite
-import software.amazon.kinesis.producer.DaemonException
+import io.github.sparkkinesis.shaded.kpl.DaemonException
 
 class WriterSuite extends AnyFunSuite {
   import TestWriters._
@@ -130,7 +130,7 @@ class WriterSuite extends AnyFunSuite {
   }
 
   test("failure messages list each distinct cause in order") {
-    import software.amazon.kinesis.producer.Attempt
+    import io.github.sparkkinesis.shaded.kpl.Attempt
     val attempts = Seq(
       new Attempt(0, 5, "Stream x not found", "ResourceNotFoundException", false),
       new Attempt(0, 5, "Stream x not found", "ResourceNotFoundException", false),

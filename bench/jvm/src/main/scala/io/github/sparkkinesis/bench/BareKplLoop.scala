@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.{AtomicLong, AtomicReference}
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.github.sparkkinesis.shaded.guava.util.concurrent.{FutureCallback, Futures, MoreExecutors}
 import io.github.sparkkinesis.{KinesisWriterOptions, KplProducerClient, WriterState}
-import software.amazon.kinesis.producer.{KinesisProducer, UserRecordResult}
+import io.github.sparkkinesis.shaded.kpl.{KinesisProducer, UserRecordResult}
 
 import scala.jdk.CollectionConverters._
 import scala.jdk.OptionConverters._

@@ -8,7 +8,7 @@ import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema
 import org.apache.spark.sql.types.{BinaryType, StringType, StructField, StructType}
 import org.openjdk.jmh.annotations._
-import software.amazon.kinesis.producer.{Attempt, UserRecordResult}
+import io.github.sparkkinesis.shaded.kpl.{Attempt, UserRecordResult}
 
 import scala.jdk.CollectionConverters._
 
