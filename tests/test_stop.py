@@ -10,6 +10,9 @@ reschedules). Either way:
 - every reservation is released and the producer is back in the pool with no user (its accounting at zero);
 - every id arrives, with its bytes (duplicates allowed: at-least-once).
 
+A second test stops one query again and again while another writes through the same pooled producer: the other never
+fails and the daemon they share is never torn down (no interrupt of Spark's reaches the KPL).
+
 Speculative attempts are not covered: Spark runs no speculation in local mode (TaskSchedulerImpl starts it only
 off-local), and a lost speculative race is a killed task, which ``kill`` covers.
 """
@@ -21,7 +24,17 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import assert_quiet_interruption, id_of, payload, rows_for, run_probe, session_jars, write_input
+from helpers import (
+    LOG_LINE,
+    OURS,
+    assert_quiet_interruption,
+    id_of,
+    payload,
+    rows_for,
+    run_probe,
+    session_jars,
+    write_input,
+)
 from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,3 +92,75 @@ def test_interrupted_while_blocked(kinesis, stream, tmp_path, how, entry):
         got[i] = got.get(i, 0) + 1
     missing = sorted(set(range(N)) - set(got))
     assert not missing, f"{len(missing)} ids missing, first {missing[:10]}"
+
+
+#: The stops of one run of the shared-producer probe, and the input files (and rows in each) of its two queries.
+STOPS, VICTIM_FILES, VICTIM_ROWS, BYSTANDER_FILES, BYSTANDER_ROWS = 6, 60, 50, 20, 100
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    "entry",
+    [
+        # The first records of each new stream wait for its map (read on a task's thread, the others waiting for it)
+        # and go alone if it cannot be had: where an interrupt reached the KPL before (aggregation='kpl' puts every
+        # record from the task's thread too, but Spark's kill checks between rows rarely let an interrupt reach a put).
+        pytest.param("foreach", marks=pytest.mark.every_line),
+        "format",
+    ],
+)
+def test_stopping_one_query_never_fails_another_on_the_same_daemon(kinesis, tmp_path, entry):
+    """Two queries, one pooled producer (the same options, rows routed by a streamName column): the victim is stopped
+    mid-batch again and again behind a slow link (its stream's map still being read, records alone and aggregates in
+    flight, tasks waiting for the map, on the bound or committing), the bystander writes throughout. Spark interrupts
+    the victim's task threads; no interrupt may reach the KPL (it would tear down the daemon both share). The bystander
+    never fails, the pool never retires the producer, neither the writer nor the KPL logs an ERROR, and every id of
+    both queries arrives, the victim's after its restarts."""
+    victim_ids = range(VICTIM_FILES * VICTIM_ROWS)
+    bystander_ids = range(10**6, 10**6 + BYSTANDER_FILES * BYSTANDER_ROWS)
+    write_input(tmp_path / "victim", rows_for(victim_ids), files=VICTIM_FILES)
+    write_input(tmp_path / "bystander", rows_for(bystander_ids), files=BYSTANDER_FILES)
+    suffix = tmp_path.name[-6:]
+    bystander_stream, victim_streams = f"by-{suffix}", [f"vi-{suffix}-{i}" for i in range(STOPS + 1)]
+    for s in [bystander_stream, *victim_streams]:
+        kinesis.create_stream(s, 2)
+    opts = kinesis.writer_options()
+    opts.update(producer_idle_timeout_ms=600_000)
+    cfg = {
+        "upstream": f"http://127.0.0.1:{kinesis.plain_port}",
+        "writer_options": opts,
+        "jars": session_jars(),
+        "entry": entry,
+        "stops": STOPS,
+        "seed": 37,
+        "latency_ms": 1000,
+        "bystander_stream": bystander_stream,
+        "victim_streams": victim_streams,
+        **{f"{q}_input": str(tmp_path / q) for q in ("victim", "bystander")},
+        **{f"{q}_checkpoint": str(tmp_path / f"{q}-ckpt") for q in ("victim", "bystander")},
+    }
+    said, log = run_probe("shared_stop_probe.py", cfg, tmp_path, timeout_s=600)
+
+    assert json.loads(said["BYSTANDER"]) is None, said["BYSTANDER"]
+    assert json.loads(said["VICTIM"]) is None, said["VICTIM"]
+    lines = [m for m in map(LOG_LINE.match, log.splitlines()) if m]
+    started = [m["msg"] for m in lines if m["msg"].startswith("Started KPL producer #")]
+    retired = [m["msg"] for m in lines if re.match(r"Closing KPL producer #\d+ \(broken\)", m["msg"])]
+    assert len(started) == 1 and retired == [], (started, retired)  # one daemon for both queries, never retired
+    ours = [m.group(0) for m in lines if m["level"] == "ERROR" and m["logger"].startswith(OURS)]
+    assert ours == [], ours[:5]
+    for fatal in ("KinesisWriteException", "Unexpected error", "Child process exited"):
+        assert fatal not in log, f"{fatal!r} in the JVM log: a stop reached the KPL"
+
+    for name, ids, streams in (
+        ("victim", victim_ids, victim_streams),
+        ("bystander", bystander_ids, [bystander_stream]),
+    ):
+        got: set[int] = set()
+        for stream in streams:
+            for r in read_stream(kinesis.client(), stream):
+                i = id_of(r.data)
+                assert r.data == payload(i), f"record {i} came back altered"
+                got.add(i)
+        missing = sorted(set(ids) - got)
+        assert not missing, f"{name}: {len(missing)} ids missing, first {missing[:10]}"

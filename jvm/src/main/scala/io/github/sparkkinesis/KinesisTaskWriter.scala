@@ -309,6 +309,19 @@ private[sparkkinesis] object WriterState {
           s"Kinesis did not accept a record for $where after ${attempts.size} attempts: ${summarize(attempts)}$hint",
           e
         )
+      case d: DaemonException =>
+        new KinesisWriteException(
+          s"The KPL daemon for $where is not running (${d.getMessage}); the task fails and its retry gets a fresh " +
+            "producer.",
+          d
+        )
+      case i: IllegalArgumentException if i.getMessage != null && i.getMessage.contains("partitionKey") =>
+        new KinesisWriteException(
+          s"The KPL refused a record for $where: ${i.getMessage}. Only streams whose RecordDistributionStrategy is " +
+            "AUTO take records without a partitionKey (partitioner='none'): give every row a partitionKey, or use " +
+            "partitioner='random'.",
+          i
+        )
       case other =>
         new KinesisWriteException(
           s"Writing a record to $where failed: ${other.getClass.getSimpleName}: ${other.getMessage}",

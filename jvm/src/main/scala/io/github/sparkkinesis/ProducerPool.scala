@@ -153,9 +153,15 @@ private[sparkkinesis] object ProducerPool {
 
   private val log = LoggerFactory.getLogger(classOf[ProducerPool])
 
-  /** The executor JVM's pool: real KPL daemons, Spark metrics sources, a reaper and a shutdown hook. */
+  /** The executor JVM's pool: real KPL daemons (each fed by its own sender thread: [[SenderClient]]), Spark metrics
+    * sources, a reaper and a shutdown hook.
+    */
   lazy val default: ProducerPool = {
-    val pool = new ProducerPool(new KplProducerClient(_), () => System.currentTimeMillis(), SparkMetrics.register)
+    val pool = new ProducerPool(
+      c => new SenderClient(new KplProducerClient(c)),
+      () => System.currentTimeMillis(),
+      SparkMetrics.register
+    )
     val reaper: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
       def newThread(r: Runnable): Thread = {
         val t = new Thread(r, "spark-kinesis-producer-reaper")

@@ -330,7 +330,7 @@ private[sparkkinesis] final class WriterAggregator(
   @volatile private var closed = false
 
   /** Ends lingers and sends aggregates that waited for their shard's quota. */
-  private val lingerThread = daemonThread(s"spark-kinesis-linger-$name") {
+  private val lingerThread = Threads.daemon(s"spark-kinesis-linger-$name") {
     while (!closed) {
       try {
         val t = due.poll(1, TimeUnit.SECONDS)
@@ -593,11 +593,6 @@ private[sparkkinesis] object WriterAggregator {
     }
   }
 
-  private def daemonThread(name: String)(body: => Unit): Thread = {
-    val t = new Thread(() => body, name)
-    t.setDaemon(true)
-    t
-  }
 }
 
 /** Work due `delayNanos` from now: a buffer's linger ending, or an aggregate's turn in its shard's quota. */

@@ -8,7 +8,7 @@ import io.github.sparkkinesis.shaded.kpl.{Attempt, UserRecordFailedException, Us
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** A controllable stand-in for the KPL: puts stay outstanding until the test completes them. */
-final class FakeProducer extends ProducerClient {
+class FakeProducer extends ProducerClient {
   private val inFlight = new ConcurrentLinkedQueue[(KinesisRecord, SettableFuture[UserRecordResult])]()
   @volatile var flushes = 0
   @volatile var destroyed = false
