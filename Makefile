@@ -32,7 +32,7 @@ help:
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
 	@echo "make bench  - benchmarks (~80 min): vs boto3, vs a bare KPL loop, KPL settings one at a time, backpressure, scale, JMH, real-time latency -> docs/benchmarks.md"
 	@echo "make bench-scale - the scale part alone (~20 min): shards x record sizes x executors, results beside"
-	@echo "make lint   - scalafmt check, ruff, mypy, actionlint (the GitHub workflow)"
+	@echo "make lint   - scalafmt check, ruff, mypy (the library, the testkit, bench/ and tools/), actionlint (the GitHub workflow)"
 
 # --no-compile: Python compiles what the tests import on first use; compiling all of pyspark, pandas and pyarrow up
 # front cost ~20 CPU-s per venv (measured), while the JVM build competes for the same two cores.
@@ -110,10 +110,11 @@ test:
 	[ "$$(cat .cache/leg-spark3.5.rc)" = 0 ] || status=1; \
 	exit $$status
 
-# Scala unit tests of every line, and the jars (as `make jar`).
+# Scala unit tests of every line, and the jars (as `make jar`); the benchmarks' JVM sources compile too (nothing runs
+# them in make test, and code that nothing builds rots).
 sbt-test:
 	mkdir -p .cache
-	$(SBT) "all test $(SBT_JARS)" </dev/null
+	$(SBT) "all test $(SBT_JARS) bench/compile" </dev/null
 	touch $(JAR_STAMP)
 
 # The tests marked `localstack` (the marker is the one list) on LocalStack through Testcontainers, real KPL and Spark 4:
@@ -170,6 +171,7 @@ lint: venv actionlint
 	$(VENV)/bin/ruff check python tests tools bench testkit
 	$(VENV)/bin/ruff format --check python tests tools bench testkit
 	$(VENV)/bin/mypy --config-file python/pyproject.toml python/spark_kinesis testkit/spark_kinesis_testkit
+	$(VENV)/bin/mypy --config-file python/pyproject.toml $(wildcard bench/*.py tools/*.py)
 
 # Fixes what lint checks but mypy (types are not formatting); ruff check --fix still fails on what it cannot fix.
 fmt: venv

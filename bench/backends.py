@@ -117,7 +117,8 @@ class Backend:
     def endpoint_options(self) -> dict[str, Any]:
         """``KinesisWriter`` keyword arguments (minus the stream and limits) that point at this backend."""
         assert self.tls, "the KPL speaks HTTPS only"
-        return loopback_writer_options(self.url, **KPL_BASE)
+        options: dict[str, Any] = loopback_writer_options(self.url, **KPL_BASE)
+        return options
 
     def client_kwargs(self) -> dict[str, Any]:
         """``boto3.client("kinesis", **kwargs)`` for this backend (also used inside Spark's Python workers)."""

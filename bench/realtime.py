@@ -115,7 +115,9 @@ class KafkaArrivals:
     def read(self) -> dict[int, tuple[float, float]]:
         for m in self._consumer.consume(10000, timeout=0.5):
             if m.error() is None:
-                i, ts = (int(x) for x in m.value().split(b"|"))
+                value = m.value()
+                assert value is not None, "every record the bench sends has a value"
+                i, ts = (int(x) for x in value.split(b"|"))
                 self.got.setdefault(i, (float(ts), float(m.timestamp()[1])))
         return self.got
 

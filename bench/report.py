@@ -53,7 +53,9 @@ def plot_throughput(result: dict[str, Any], img: Path) -> Path | None:
         panels.append((result["limited_runs"], 100, f"100 B behind shard quotas\n({shards} x 1 MiB/s, 1,000 rec/s)"))
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.4))
     for ax, (source, payload, title) in zip(axes, panels):
-        names, mids, errs = [], [], [[], []]
+        names: list[str] = []
+        mids: list[float] = []
+        errs: list[list[float]] = [[], []]
         for v, label in VARIANTS.items():
             if v == "noop":  # ~20x the others: the table has it
                 continue

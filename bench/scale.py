@@ -169,7 +169,7 @@ def net_cpu(r: dict[str, Any], noop: dict[str, Any]) -> float:
     cpu = (
         r["cpu_s"]["executor_jvm"] + r["cpu_s"]["kpl_daemon"] - noop["cpu_s"]["executor_jvm"] * r["rows"] / noop["rows"]
     )
-    return cpu / r["rows"] * 1e6
+    return float(cpu / r["rows"] * 1e6)
 
 
 def scale(result: dict[str, Any], spark_side: Any) -> None:
@@ -322,7 +322,7 @@ def one_run(
         f"CPU-s/M net {r['cpu_s_per_m_net']:7.1f}, steady {r['cpu_s_per_m_steady'] or 0:7.1f}  "
         f"{r['records_per_s']:>8,.0f} rec/s throttled={fs.throttled:,} failed={r['failed']}"
     )
-    return r
+    return dict(r)
 
 
 def summarise(result: dict[str, Any], sm: dict[str, Any]) -> None:

@@ -140,7 +140,9 @@ def boto3_partition_sender(client_kwargs: dict[str, Any], stream: str, aggregate
 class Bench:
     def __init__(self, spark: SparkSession, work: Path) -> None:
         self.spark = spark
-        self.jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+        jvm = spark._jvm
+        assert jvm is not None, "a classic session (the bench drives its JVM)"
+        self.jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
         self.work = work
         self.inputs: dict[str, tuple[str, int]] = {}  # name -> (dir, rows)
 
@@ -206,7 +208,9 @@ class Bench:
             m = writer.metrics()
             sent, failed = m["recordsSent"], m["recordsFailed"]
         elif variant == "sink":  # the sink's totals are cumulative over the query
-            m = {k: int(v) for k, v in query.lastProgress["sink"]["metrics"].items()}
+            progress = query.lastProgress
+            assert progress is not None, "the sink's query made no progress"
+            m = {k: int(v) for k, v in progress["sink"]["metrics"].items()}
             sent, failed = m["recordsSent"], m["recordsFailed"]
         elif variant == "noop":
             sent, failed = rows, 0
@@ -261,7 +265,9 @@ class Bench:
             .trigger(processingTime="1 second")
             .start()
         )
-        memory = self.spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
+        jvm = self.spark._jvm
+        assert jvm is not None, "a classic session (the bench drives its JVM)"
+        memory = jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
         samples: list[dict[str, Any]] = []
         t0 = time.monotonic()
         error = None
@@ -271,7 +277,7 @@ class Bench:
             time.sleep(max(0.0, next_tick - time.monotonic()))
             live = producer_snapshot(self.spark)
             daemons = procs.kpl_daemons(self.jvm_pid)
-            progress = query.lastProgress or {}
+            progress: Any = query.lastProgress or {}
             samples.append(
                 {
                     "t": round(time.monotonic() - t0, 3),

@@ -94,7 +94,7 @@ def vdso_wrapper(daemon_pid: int, into: Path) -> str | None:
 def net_cpu_per_m(r: dict[str, Any], noop: dict[str, Any]) -> float:
     """CPU-s per million records: the JVM and the variant's daemon, minus Spark's generation (noop)."""
     daemon = sum(r["daemon_cpu_s"].values())
-    return (r["cpu_s"]["jvm"] + daemon - noop["cpu_s"]["jvm"] * r["rows"] / noop["rows"]) / r["rows"] * 1e6
+    return float((r["cpu_s"]["jvm"] + daemon - noop["cpu_s"]["jvm"] * r["rows"] / noop["rows"]) / r["rows"] * 1e6)
 
 
 def tuning(result: dict[str, Any], spark_side: Callable[..., Any], reps: int) -> None:

@@ -42,7 +42,7 @@ def main() -> int:
         requests.append((round(time.monotonic() - t0, 3), target, not signed_by_writer))
         return await handle(self, request)
 
-    FaultFront._handle = logged  # type: ignore[method-assign]
+    FaultFront._handle = logged  # type: ignore[method-assign,unused-ignore]
     tmp = Path(tempfile.mkdtemp(prefix="credentials-race-"))
     with KinesisMock() as km, FaultFront(f"http://127.0.0.1:{km.plain_port}") as front:
         cases = []

@@ -113,7 +113,7 @@ def wait_for_daemon(jvm_pid: int, known: set[int], query: Any, timeout_s: float 
             raise SystemExit(f"demo: query failed: {query.exception()}")
         new = set(procs.kpl_daemons(jvm_pid)) - known
         if new:
-            return min(new)
+            return int(min(new))
         time.sleep(0.1)
     raise SystemExit(f"demo: no KPL daemon started within {timeout_s:.0f} s")
 

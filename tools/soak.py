@@ -87,8 +87,9 @@ def main() -> int:
     fifth = max(1, len(samples) // 5)
 
     def growth(key: str) -> float:
-        return statistics.median(s[key] for s in samples[-fifth:]) - statistics.median(
-            s[key] for s in samples[fifth : 2 * fifth]
+        return float(
+            statistics.median(s[key] for s in samples[-fifth:])
+            - statistics.median(s[key] for s in samples[fifth : 2 * fifth])
         )
 
     heap_growth, rss_growth = growth("heap_mb"), growth("kpl_rss_mb")
