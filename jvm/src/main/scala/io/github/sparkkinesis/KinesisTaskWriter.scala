@@ -91,10 +91,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
   private def translate(record: KinesisRecord, e: Throwable): Throwable = e match {
     case d: DaemonException =>
       producer.markBroken()
-      new KinesisWriteException(
-        s"The KPL daemon is not running (${d.getMessage}); the task fails and its retry gets a fresh producer.",
-        d
-      )
+      WriterState.describe(options, d)
     case i: IllegalArgumentException if record.partitionKey == null =>
       new IllegalArgumentException(
         s"Stream ${record.stream} takes no record without a partitionKey (the KPL reports its " +
@@ -294,34 +291,30 @@ private[sparkkinesis] object WriterState {
         .mkString(", then ")
     }
 
+  /** What a record without a partition key needs, however the refusal reached the writer. */
+  val KeylessHint: String =
+    "Only streams whose RecordDistributionStrategy is AUTO take records without a partitionKey " +
+      "(partitioner='none'): give every row a partitionKey, or use partitioner='random'"
+
   def describe(options: KinesisWriterOptions, t: Throwable): Throwable = {
     val where =
       s"stream ${options.streamName.getOrElse("<per-row>")} at ${options.producer.endpoint.getOrElse("the region's endpoint")}"
     t match {
       case e: UserRecordFailedException =>
         val attempts = Option(e.getResult).map(_.getAttempts.asScala.toSeq).getOrElse(Nil)
-        val hint =
-          if (!attempts.exists(_.getErrorCode == "InvalidPartitionKey")) ""
-          else
-            ". Only streams whose RecordDistributionStrategy is AUTO take records without a partitionKey " +
-              "(partitioner='none'): give every row a partitionKey, or use partitioner='random'"
+        val hint = if (attempts.exists(_.getErrorCode == "InvalidPartitionKey")) s". $KeylessHint" else ""
         new KinesisWriteException(
           s"Kinesis did not accept a record for $where after ${attempts.size} attempts: ${summarize(attempts)}$hint",
           e
         )
       case d: DaemonException =>
         new KinesisWriteException(
-          s"The KPL daemon for $where is not running (${d.getMessage}); the task fails and its retry gets a fresh " +
+          s"The KPL daemon is not running (${d.getMessage}) for $where; the task fails and its retry gets a fresh " +
             "producer.",
           d
         )
       case i: IllegalArgumentException if i.getMessage != null && i.getMessage.contains("partitionKey") =>
-        new KinesisWriteException(
-          s"The KPL refused a record for $where: ${i.getMessage}. Only streams whose RecordDistributionStrategy is " +
-            "AUTO take records without a partitionKey (partitioner='none'): give every row a partitionKey, or use " +
-            "partitioner='random'.",
-          i
-        )
+        new KinesisWriteException(s"The KPL refused a record for $where: ${i.getMessage}. $KeylessHint.", i)
       case other =>
         new KinesisWriteException(
           s"Writing a record to $where failed: ${other.getClass.getSimpleName}: ${other.getMessage}",
