@@ -459,10 +459,10 @@ def bp_summary(r: dict[str, Any], limits: dict[str, int]) -> dict[str, Any]:
 
 # -- part 4: JMH ------------------------------------------------------------------------------
 def jmh(result: dict[str, Any]) -> None:
-    say("JMH: HotPathBench (stub producer)")
+    say("JMH: HotPathBench (stub producer), BoundBench")
     path = RESULTS / "jmh.json"
     subprocess.run(
-        [*SBT, f"bench/Jmh/run -i 5 -wi 3 -f 1 -t 1 -rf json -rff {path} io.github.sparkkinesis.bench.HotPathBench"],
+        [*SBT, f"bench/Jmh/run -i 5 -wi 3 -f 1 -t 1 -rf json -rff {path} io.github.sparkkinesis.bench"],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         check=True,

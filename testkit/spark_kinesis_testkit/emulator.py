@@ -320,7 +320,7 @@ class UserRecord:
     arrival_s: float | None = None
 
 
-AGGREGATED_MAGIC = b"\xf3\x89\x9a\xc2"  # the KPL aggregate format's own constant (kpl-notes §6)
+AGGREGATED_MAGIC = b"\xf3\x89\x9a\xc2"  # the KPL aggregate format's own constant
 
 
 def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[dict[str, Any]]:

@@ -16,8 +16,10 @@ class KinesisForeachWriter private[sparkkinesis] (
 ) extends ForeachWriter[Row] {
   @transient private var task: KinesisTaskWriter = _
 
-  /** The pool to use; tests of the writer substitute one with fake producers. */
-  protected def pool: ProducerPool = ProducerPool.default
+  /** The pool to use: the JVM's real one. The seam for tests and the hot-path benchmark, which override it (in their
+    * own sources) with a pool of stand-in producers; not part of the public API.
+    */
+  private[sparkkinesis] def pool: ProducerPool = ProducerPool.default
 
   override def open(partitionId: Long, epochId: Long): Boolean = {
     task = new KinesisTaskWriter(options, pool, accumulators, partitionId, epochId)
@@ -34,9 +36,6 @@ class KinesisForeachWriter private[sparkkinesis] (
       task = null
     }
   }
-
-  /** The task core (the hot-path benchmark swaps its limiter). */
-  private[sparkkinesis] def taskWriter: KinesisTaskWriter = task
 
   /** Driver side: the accumulated totals of every finished task, as JSON (Python's `writer.metrics()`). */
   def metricsJson(): String = accumulators.map(_.json).getOrElse("{}")

@@ -89,7 +89,8 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
 
 /** Spark prints a sink's options in plans (`explain`, the SQL tab) with the keys its redaction regexes match hidden;
   * its defaults miss `aws_access_key_id` and `role_external_id` (Spark 3.5 printed the key id in `explain`). The sink
-  * adds every secret option key to the session's `spark.sql.redaction.options.regex` when a query first uses it.
+  * adds every secret option key to the session's `spark.sql.redaction.options.regex` when a query first uses it: a
+  * change to the user's session conf, so it is logged and documented (docs/configuration.md, "Credentials").
   */
 private[sparkkinesis] object OptionRedaction {
   val Key = "spark.sql.redaction.options.regex"
@@ -98,6 +99,11 @@ private[sparkkinesis] object OptionRedaction {
 
   def register(session: SparkSession): Unit = {
     val current = session.conf.get(Key, "(?i)url") // Spark's default
-    if (!current.contains(Pattern)) session.conf.set(Key, s"$current|$Pattern")
+    if (!current.contains(Pattern)) {
+      session.conf.set(Key, s"$current|$Pattern")
+      log.info(s"Added the kinesis sink's secret option keys to this session's $Key so plans hide them: $Pattern")
+    }
   }
+
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
 }

@@ -16,9 +16,6 @@ import io.github.sparkkinesis.shaded.kpl.{
 
 import io.github.sparkkinesis.compat.CollectionConverters._
 
-/** A record write failed after the KPL's retries (or the daemon died). The message names the cause. */
-final class KinesisWriteException(message: String, cause: Throwable) extends RuntimeException(message, cause)
-
 /** One task's writes, whatever the entry point (`foreach`, or the `kinesis` DataSource V2 sink for streaming and
   * batch): each adapter turns its rows into [[KinesisRecord]]s and drives this core.
   *
@@ -47,8 +44,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
   private[sparkkinesis] val state = new WriterState(options, producer)
   private var closed = false
 
-  /** Replaced only by the hot-path benchmark, to measure the writer without its limit check. */
-  private[sparkkinesis] var limiter: QueueLimiter = {
+  private val limiter: QueueLimiter = {
     val s = state
     val m = producer.metrics
     new QueueLimiter(
@@ -205,8 +201,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     metrics.bytesSent.inc(bytes)
     sent.add(n.toLong)
     bytesSent.add(bytes)
-    val attempts = result.getAttempts.size
-    if (attempts > 1) metrics.retries.inc((attempts - 1L) * n)
+    retried(result, n)
     done(n, bytes)
   }
 
@@ -215,10 +210,9 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     failedCount.add(n.toLong)
     failedBytes.add(bytes)
     t match {
-      case e: UserRecordFailedException =>
-        if (e.getResult != null) metrics.retries.inc(math.max(0, e.getResult.getAttempts.size - 1).toLong * n)
-      case _: FutureTimedOutException =>
-      case _                          =>
+      case e: UserRecordFailedException => retried(e.getResult, n)
+      case _: FutureTimedOutException   =>
+      case _                            =>
         // Anything else means the daemon failed (the KPL fails every pending record, then restarts
         // its child in place): retire this producer so retried tasks get a fresh one.
         producer.markBroken()
@@ -233,6 +227,12 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
       )
     done(n, bytes)
   }
+
+  /** The KPL's re-sends of a Kinesis record (`result`'s attempts after the first), counted for each of the `n` user
+    * records it carries. The writer's own re-sends of throttled aggregates are counted where it makes them.
+    */
+  private def retried(result: UserRecordResult, n: Int): Unit =
+    if (result != null && result.getAttempts.size > 1) metrics.retries.inc((result.getAttempts.size - 1L) * n)
 
   /** Gives the room back (the bound wakes writers once a batch of it is free) and wakes this task's commit when its
     * last record is in, or a blocked write when a record failed.

@@ -212,9 +212,8 @@ private[sparkkinesis] object KinesisWriterOptions {
     def bool(o: OptionSpec): Option[Boolean] = valueOf(o).map(Parse.bool(o.name, _))
     def word(o: OptionSpec): Option[String] = valueOf(o).map { v =>
       o.allowed match {
-        case Some(a @ Allowed.OneOf(words)) =>
-          words.find(_.equalsIgnoreCase(v)).getOrElse(throw Parse.bad(o.name, v, a.expected))
-        case _ => v
+        case Some(a: Allowed.OneOf) => Parse.oneOf(o.name, v, a)
+        case _                      => v
       }
     }
   }

@@ -61,7 +61,7 @@ private[sparkkinesis] object KplSettings {
     long("RateLimit")(_.setRateLimit(_)),
     str(StrategyDefault)((c, v) =>
       c.setRecordDistributionStrategyDefault(
-        Parse.oneOf(s"kpl.$StrategyDefault", v, Seq("UNSET", "AUTO", "USER_PARTITION_KEY"))
+        Parse.oneOf(s"kpl.$StrategyDefault", v, Allowed.OneOf(Seq("UNSET", "AUTO", "USER_PARTITION_KEY")))
       )
     ),
     long("RecordMaxBufferedTime")(_.setRecordMaxBufferedTime(_)),
@@ -71,7 +71,7 @@ private[sparkkinesis] object KplSettings {
     bool("ReturnUserRecordOnFailure")(_.setReturnUserRecordOnFailure(_)),
     str("TempDirectory")(_.setTempDirectory(_)),
     str("ThreadingModel")((c, v) =>
-      c.setThreadingModel(Parse.oneOf("kpl.ThreadingModel", v, Seq("PER_REQUEST", "POOLED")))
+      c.setThreadingModel(Parse.oneOf("kpl.ThreadingModel", v, Allowed.OneOf(Seq("PER_REQUEST", "POOLED"))))
     ),
     int("ThreadPoolSize")(_.setThreadPoolSize(_)),
     long("UserRecordTimeoutInMillis")(_.setUserRecordTimeoutInMillis(_)),
@@ -84,12 +84,10 @@ private[sparkkinesis] object KplSettings {
     *   - `MetricsLevel=none`: Spark's metrics replace the KPL's CloudWatch upload, which otherwise needs
     *     `cloudwatch:PutMetricData` and costs money.
     *   - `EnableOldestFutureTracker=false`: the tracker keeps every outstanding future in a `PriorityBlockingQueue`
-    *     whose `remove` is a linear scan, once per completed record; at the default `queue_limit` that scan was the top
-    *     JVM frame of the benchmark's profile. It only feeds `getOldestRecordTimeInMillis()`, which the writer does not
-    *     use.
-    *   - `RateLimit=100` (the KPL's is 150, Flink's producer also sets 100): the KPL then sends a shard no more than
-    *     its quota, where at the KPL's 150 % what it sends past the quota is throttled and sent again, each retry
-    *     paying the per-byte and per-record work once more (measured: docs/benchmarks.md, "Cost per record").
+    *     whose `remove` is a linear scan, once per completed record: a cost per record that grows with `queue_limit`,
+    *     for `getOldestRecordTimeInMillis()`, which the writer does not use.
+    *   - `RateLimit=100` (the KPL's is 150, as Flink's producer also sets): the KPL then sends a shard no more than its
+    *     quota; past it, Kinesis throttles and the KPL sends again, paying each record's work once more.
     */
   val writerDefaults: Map[String, String] =
     Map("MetricsLevel" -> "none", "EnableOldestFutureTracker" -> "false", "RateLimit" -> "100")

@@ -22,8 +22,9 @@ private[sparkkinesis] object Parse {
     case _       => throw bad(option, v, "true or false")
   }
 
-  def oneOf(option: String, v: String, allowed: Seq[String]): String =
-    allowed.find(_.equalsIgnoreCase(v.trim)).getOrElse(throw bad(option, v, allowed.mkString(" or ")))
+  /** One of `allowed.words`, in any case, worded as every option's mistake is ([[Allowed.OneOf]]). */
+  def oneOf(option: String, v: String, allowed: Allowed.OneOf): String =
+    allowed.words.find(_.equalsIgnoreCase(v.trim)).getOrElse(throw bad(option, v, allowed.expected))
 
   def bad(option: String, v: String, expected: String): IllegalArgumentException =
     new IllegalArgumentException(s"Option $option='$v' is invalid: expected $expected.")

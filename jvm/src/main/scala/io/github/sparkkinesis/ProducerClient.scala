@@ -21,19 +21,8 @@ private[sparkkinesis] trait ProducerClient {
 
 /** The real KPL: one native daemon. */
 private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) extends ProducerClient {
-
-  /** The KPL producer itself (the benchmarks' bare loop drives the same configured producer). */
-  private val credentials = new ReportingCredentials(config.credentials.provider(config.region), config.credentials)
-
-  private[sparkkinesis] val kpl: KinesisProducer = {
-    val c =
-      KplSettings.applyTo(new io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration(), config.daemonSettings)
-    c.setCredentialsProvider(credentials) // also the metrics credentials: the KPL falls back to it
-    val producer = new KinesisProducer(c)
-    try credentials.awaitFirst(KplProducerClient.CredentialsTimeoutMs)
-    catch { case e: Throwable => producer.destroy(); throw e }
-    producer
-  }
+  private val credentials = KplProducerClient.credentials(config)
+  private val kpl: KinesisProducer = KplProducerClient.start(config, credentials)
 
   def put(r: KinesisRecord): ListenableFuture[UserRecordResult] =
     kpl.addUserRecord(r.stream, r.partitionKey, r.explicitHashKey, r.data)
@@ -54,6 +43,24 @@ private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) exte
 }
 
 private[sparkkinesis] object KplProducerClient {
+
+  /** `config`'s credentials, reporting the first resolution (or its failure) to `start`. */
+  def credentials(config: ProducerConfig): ReportingCredentials =
+    new ReportingCredentials(config.credentials.provider(config.region), config.credentials)
+
+  /** A KPL producer with `config`'s daemon settings, started: returns once its first credentials are resolved (also the
+    * metrics credentials: the KPL falls back to them). The writer's client and the benchmarks' bare KPL loop both start
+    * theirs here, so both run identical settings.
+    */
+  def start(config: ProducerConfig, credentials: ReportingCredentials): KinesisProducer = {
+    val c =
+      KplSettings.applyTo(new io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration(), config.daemonSettings)
+    c.setCredentialsProvider(credentials)
+    val producer = new KinesisProducer(c)
+    try credentials.awaitFirst(CredentialsTimeoutMs)
+    catch { case e: Throwable => producer.destroy(); throw e }
+    producer
+  }
 
   /** Bounds the start: the daemon connects, then its first credentials (an STS call, at most) are resolved. */
   val CredentialsTimeoutMs = 30000L

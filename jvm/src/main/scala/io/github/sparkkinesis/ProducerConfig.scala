@@ -60,10 +60,9 @@ private[sparkkinesis] final case class ProducerConfig(
 
   /** What the daemon is started with. When the writer aggregates, the daemon gets one record per aggregate: its own
     * aggregation stays on with one record each (so it still predicts each aggregate's shard and re-sends what lands
-    * elsewhere, kpl-notes §8) and it waits at most [[Aggregation.DaemonBufferMs]] to collect them into a PutRecords, as
-    * the writer's linger already took the user's RecordMaxBufferedTime. It fails what Kinesis throttles back to the
-    * writer, which holds each shard to `RateLimit` and re-sends (the daemon would re-send after half its buffer time:
-    * at once).
+    * elsewhere) and it waits at most [[Aggregation.DaemonBufferMs]] to collect them into a PutRecords, as the writer's
+    * linger already took the user's RecordMaxBufferedTime. It fails what Kinesis throttles back to the writer, which
+    * holds each shard to `RateLimit` and re-sends (the daemon would re-send after half its buffer time: at once).
     */
   def daemonSettings: Map[String, String] = {
     val s = kplSettings

@@ -2,6 +2,8 @@ package io.github.sparkkinesis
 
 import com.codahale.metrics.{Counter, Gauge, Histogram, MetricRegistry, Timer}
 
+import io.github.sparkkinesis.compat.CollectionConverters._
+
 /** One producer's metrics (Codahale), reported through Spark's metrics system as the source `kinesisProducer.<stream>`.
   * Hot-path updates are `LongAdder`-backed counters and two compare-and-sets (the limits' reservation); the latency
   * histogram is sampled (1 in [[ProducerMetrics.LatencySampleEvery]]) and the KPL daemon's own metrics are polled off
@@ -11,22 +13,22 @@ private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long
   import ProducerMetrics._
 
   val registry = new MetricRegistry
-  val backpressureCycles: Counter = registry.counter(BackpressureCycles)
-  val recordsSent: Counter = registry.counter(RecordsSent)
-  val recordsFailed: Counter = registry.counter(RecordsFailed)
-  val bytesSent: Counter = registry.counter(BytesSent)
-  val retries: Counter = registry.counter(Retries)
-  val backpressureWaitTime: Timer = registry.timer(BackpressureWaitTime)
-  val putLatency: Histogram = registry.histogram(PutLatency)
-  val aggregatesSent: Counter = registry.counter(AggregatesSent)
-  val recordsPerAggregate: Histogram = registry.histogram(RecordsPerAggregate)
-  val misplacedAggregates: Counter = registry.counter(MisplacedAggregates)
-  val pacedAggregates: Counter = registry.counter(PacedAggregates)
-  val resentRecords: Counter = registry.counter(ResentRecords)
+  val backpressureCycles: Counter = registry.counter("backpressureCycles")
+  val recordsSent: Counter = registry.counter("recordsSent")
+  val recordsFailed: Counter = registry.counter("recordsFailed")
+  val bytesSent: Counter = registry.counter("bytesSent")
+  val retries: Counter = registry.counter("retries")
+  val backpressureWaitTime: Timer = registry.timer("backpressureWaitTime")
+  val putLatency: Histogram = registry.histogram("putLatency")
+  val aggregatesSent: Counter = registry.counter("aggregatesSent")
+  val recordsPerAggregate: Histogram = registry.histogram("recordsPerAggregate")
+  val misplacedAggregates: Counter = registry.counter("misplacedAggregates")
+  val pacedAggregates: Counter = registry.counter("pacedAggregates")
+  val resentRecords: Counter = registry.counter("resentRecords")
   // The KPL's own outstanding count (Kinesis records: aggregates count once) also holds the pool's pending getMetrics
   // request, so it can read one higher; the bound's counts are what queue_limit and max_outstanding_bytes limit.
-  registry.register(OutstandingRecordsCount, gauge(outstandingRecords()))
-  registry.register(OutstandingBytes, gauge(bound.bytes.get))
+  registry.register("outstandingRecordsCount", gauge(outstandingRecords()))
+  registry.register("outstandingBytes", gauge(bound.bytes.get))
 
   @volatile private var daemon: Map[String, Double] = Map.empty
   DaemonMetrics.foreach { case (name, _) => registry.register(name, gauge(daemon.getOrElse(name, Double.NaN))) }
@@ -39,20 +41,6 @@ private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long
 
 private[sparkkinesis] object ProducerMetrics {
   val SourcePrefix = "kinesisProducer"
-  val BackpressureCycles = "backpressureCycles"
-  val OutstandingRecordsCount = "outstandingRecordsCount"
-  val RecordsSent = "recordsSent"
-  val RecordsFailed = "recordsFailed"
-  val BytesSent = "bytesSent"
-  val OutstandingBytes = "outstandingBytes"
-  val BackpressureWaitTime = "backpressureWaitTime"
-  val PutLatency = "putLatency"
-  val Retries = "retries"
-  val AggregatesSent = "aggregatesSent"
-  val RecordsPerAggregate = "recordsPerAggregate"
-  val MisplacedAggregates = "misplacedAggregates"
-  val PacedAggregates = "pacedAggregates"
-  val ResentRecords = "resentRecords"
   val LatencySampleEvery = 16
 
   /** Our name -> (KPL metric name, statistic). Means over the KPL's last minute. */
@@ -64,21 +52,11 @@ private[sparkkinesis] object ProducerMetrics {
     ("kplAllErrors", ("AllErrors", "sum"))
   )
 
-  /** Every metric name a source registers (docs/metrics.md is checked against this). */
-  val names: Seq[String] = Seq(
-    BackpressureCycles,
-    OutstandingRecordsCount,
-    RecordsSent,
-    RecordsFailed,
-    BytesSent,
-    OutstandingBytes,
-    BackpressureWaitTime,
-    PutLatency,
-    Retries,
-    AggregatesSent,
-    RecordsPerAggregate,
-    MisplacedAggregates,
-    PacedAggregates,
-    ResentRecords
-  ) ++ DaemonMetrics.map(_._1)
+  /** Every metric name a source registers (docs/metrics.md is checked against this): read off a producer's registry, so
+    * each name is written once, where its metric is made.
+    */
+  lazy val names: Seq[String] = {
+    val template = new ProducerMetrics(() => 0L, new RecordBound(1, 1L))
+    template.registry.getNames.asScala.toSeq
+  }
 }

@@ -1,6 +1,6 @@
 package io.github.sparkkinesis
 
-import java.util.concurrent.{Executors, ScheduledExecutorService, ThreadFactory, TimeUnit}
+import java.util.concurrent.{Executors, ScheduledExecutorService, TimeUnit}
 import java.util.concurrent.atomic.AtomicInteger
 
 import scala.collection.mutable
@@ -162,13 +162,8 @@ private[sparkkinesis] object ProducerPool {
       () => System.currentTimeMillis(),
       SparkMetrics.register
     )
-    val reaper: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
-      def newThread(r: Runnable): Thread = {
-        val t = new Thread(r, "spark-kinesis-producer-reaper")
-        t.setDaemon(true)
-        t
-      }
-    })
+    val reaper: ScheduledExecutorService =
+      Executors.newSingleThreadScheduledExecutor(Threads.factory("spark-kinesis-producer-reaper"))
     reaper.scheduleWithFixedDelay(
       () =>
         try pool.evictIdle()
@@ -178,7 +173,7 @@ private[sparkkinesis] object ProducerPool {
       TimeUnit.SECONDS
     )
     reaper.scheduleWithFixedDelay(() => pool.sampleDaemonMetrics(), 5, DaemonMetricsEverySeconds, TimeUnit.SECONDS)
-    Runtime.getRuntime.addShutdownHook(new Thread(() => pool.closeAll(), "spark-kinesis-producer-shutdown"))
+    Runtime.getRuntime.addShutdownHook(Threads.daemon("spark-kinesis-producer-shutdown")(pool.closeAll()))
     pool
   }
 }

@@ -9,13 +9,17 @@ import java.util.concurrent.atomic.AtomicLong
   * Room is reserved record by record by compare-and-set ([[QueueLimiter.reserve]]): concurrent tasks never overshoot
   * together. Released room wakes blocked writers through `latch` once a batch of it is free
   * ([[QueueLimiter.resumeAt]]), not for every record.
+  *
+  * @param latch
+  *   woken when room frees up, and by tasks whose last record completed or failed; writers wait on it
   */
-private[sparkkinesis] final class RecordBound(val queueLimit: Int, val maxBytes: Long) {
+private[sparkkinesis] final class RecordBound(
+    val queueLimit: Int,
+    val maxBytes: Long,
+    val latch: TimeoutLatch = new TimeoutLatch
+) {
   val records = new AtomicLong()
   val bytes = new AtomicLong()
-
-  /** Woken when room frees up, and by tasks whose last record completed or failed; writers wait on it. */
-  val latch = new TimeoutLatch
 
   private val resumeRecords = QueueLimiter.resumeAt(queueLimit.toLong)
   private val resumeBytes = QueueLimiter.resumeAt(maxBytes)

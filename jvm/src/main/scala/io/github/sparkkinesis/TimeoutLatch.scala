@@ -4,12 +4,9 @@ package io.github.sparkkinesis
   * `trigger` wakes every waiter. Cheap to trigger when nobody waits, so KPL callbacks may call it for any completed
   * record.
   */
-private[sparkkinesis] final class TimeoutLatch {
+private[sparkkinesis] class TimeoutLatch {
   private val lock = new Object
   @volatile private var waiting = false
-
-  /** Triggers that woke a waiter (each one a context switch or more). */
-  @volatile private[sparkkinesis] var wakeups = 0L
 
   def await(timeoutMs: Long): Unit = lock.synchronized {
     waiting = true
@@ -20,7 +17,6 @@ private[sparkkinesis] final class TimeoutLatch {
     if (waiting) lock.synchronized {
       if (waiting) {
         waiting = false
-        wakeups += 1
         lock.notifyAll()
       }
     }

@@ -187,13 +187,23 @@ class BackpressureSuite extends AnyFunSuite {
     val blocked = new Thread(() => (65 to 66).foreach(i => writer.process(TestWriters.row("k", s"r$i"))))
     blocked.start()
     eventually(10000)(shared.metrics.backpressureCycles.getCount > 0 && blocked.getState == Thread.State.TIMED_WAITING)
-    producer.succeed(1) // 63 in flight: above the resume mark (62)
-    assert(shared.bound.latch.wakeups == 0, "one record's room must not wake the blocked writer")
+    producer.succeed(1) // 63 in flight: above the resume mark (62); the bound's test below: nobody is woken
     producer.succeed(1) // 62: the mark; the writer is woken (or finds the room at its next 100 ms step)
     blocked.join(10000)
     assert(!blocked.isAlive && producer.sent.size == 66 && shared.bound.records.get == 64)
     producer.succeed(64)
     writer.close(null)
     assert(shared.bound.records.get == 0)
+  }
+
+  test("a release wakes the writers only once the bound is back at its resume mark, not for each record") {
+    val triggers = new java.util.concurrent.atomic.AtomicInteger
+    val latch = new TimeoutLatch { override def trigger(): Unit = { triggers.incrementAndGet(); super.trigger() } }
+    val bound = new RecordBound(64, Long.MaxValue, latch)
+    (1 to 64).foreach(_ => assert(bound.tryReserve(10)))
+    bound.release(1, 10L) // 63 held: above the resume mark (62)
+    assert(triggers.get == 0, "one record's room must not wake the blocked writer")
+    bound.release(1, 10L) // 62: the mark
+    assert(triggers.get == 1)
   }
 }

@@ -62,7 +62,7 @@ class OptionsSuite extends AnyFunSuite {
     Seq("kpl.MaxConnections" -> "0") -> Seq("kpl.MaxConnections='0' is rejected by the KPL"),
     Seq("kpl.MaxConnections" -> "1000") -> Seq("kpl.MaxConnections='1000' is rejected by the KPL"),
     Seq("kpl.AggregationEnabled" -> "yes") -> Seq("kpl.AggregationEnabled='yes'", "true or false"),
-    Seq("kpl.ThreadingModel" -> "THREADS") -> Seq("kpl.ThreadingModel='THREADS'", "PER_REQUEST or POOLED"),
+    Seq("kpl.ThreadingModel" -> "THREADS") -> Seq("kpl.ThreadingModel='THREADS'", "'PER_REQUEST' or 'POOLED'"),
     Seq("endpoint" -> "http://localhost:4567") -> Seq("scheme 'http' is not supported", "always speaks TLS"),
     Seq("endpoint" -> "kinesis_mock:4567") -> Seq("underscores"),
     Seq("endpoint" -> "localhost:99999") -> Seq("port"),

@@ -22,7 +22,7 @@ object TestWriters {
   def writer(fakes: FakePool, extra: Map[String, String] = Map.empty, s: StructType = schema): KinesisForeachWriter = {
     val opts = options(perRecord ++ extra)
     new KinesisForeachWriter(opts, RowConverter.forSchema(s, opts)) {
-      override protected def pool: ProducerPool = fakes.pool
+      override private[sparkkinesis] def pool: ProducerPool = fakes.pool
     }
   }
 

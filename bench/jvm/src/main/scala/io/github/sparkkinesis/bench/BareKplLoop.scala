@@ -109,9 +109,6 @@ object BareKplLoop {
     found.get
   }
 
-  /** The producer `KplProducerClient` builds (its settings, credentials and endpoint), taken out of the client. */
-  def kinesisProducer(client: KplProducerClient): KinesisProducer = client.kpl
-
   def main(argv: Array[String]): Unit = {
     val args = parseArgs(argv)
     val options = KinesisWriterOptions.parse(readOptions(args.optionsFile))
@@ -123,8 +120,7 @@ object BareKplLoop {
       System.err.println("BareKplLoop: AWS_EC2_METADATA_DISABLED is not true; the KPL daemon may probe EC2 metadata")
     System.err.println(s"BareKplLoop: $options")
     val ticks = clockTicks()
-    val client = new KplProducerClient(options.producer)
-    val producer = kinesisProducer(client)
+    val producer = KplProducerClient.start(options.producer, KplProducerClient.credentials(options.producer))
     val tally = new Tally(options)
     var exit = 1
     try {
@@ -192,7 +188,7 @@ object BareKplLoop {
         System.err.println(s"BareKplLoop: failed: $e")
         e.printStackTrace()
         exit = 2
-    } finally client.destroy()
+    } finally producer.destroy()
     System.exit(exit)
   }
 }

@@ -62,9 +62,8 @@ final class BatchCompletingProducer(batch: Int) extends ProducerClient {
   * put (with `aggregation=writer`, the default: into its shard's aggregate), the completion listener and the metrics,
   * with a stub producer in place of the KPL daemon.
   *
-  * `limit=on`: the production writer, with queue_limit and max_outstanding_bytes so large the check never blocks.
-  * `limit=off`: the same writer after `open`, with its limiter swapped (package-private, benchmark only) for one whose
-  * predicate is constantly false, so the outstanding-records and outstanding-bytes reads disappear.
+  * The production writer, with queue_limit and max_outstanding_bytes so large the check never blocks; what the check
+  * itself costs is [[BoundBench]]'s.
   */
 @State(Scope.Thread)
 @BenchmarkMode(Array(Mode.AverageTime))
@@ -74,9 +73,6 @@ final class BatchCompletingProducer(batch: Int) extends ProducerClient {
 @Fork(1)
 class HotPathBench {
   import HotPathBench._
-
-  @Param(Array("on", "off"))
-  var limit: String = _
 
   @Param(Array("writer", "kpl"))
   var aggregation: String = _
@@ -102,15 +98,10 @@ class HotPathBench {
     val p = new ProducerPool(_ => stub, () => 0L, _ => () => ())
     testPool = p
     writer = new KinesisForeachWriter(options, converter) {
-      override protected def pool: ProducerPool = p
+      override private[sparkkinesis] def pool: ProducerPool = p
     }
     rows = Array.tabulate(RowCount)(i => row(i.toLong, payloadBytes))
     writer.open(0L, 0L)
-    limit match {
-      case "on"  =>
-      case "off" => disableLimit(writer)
-      case other => throw new IllegalArgumentException(s"limit must be on or off, got $other")
-    }
   }
 
   @Benchmark
@@ -160,8 +151,25 @@ object HotPathBench {
       Array[Any](BenchRecords.partitionKey(id), BenchRecords.data(id, payloadBytes)),
       Schema
     )
+}
 
-  /** The writer has no switch for its limit check; the benchmark replaces the limiter its task core built. */
-  def disableLimit(writer: KinesisForeachWriter): Unit =
-    writer.taskWriter.limiter = new QueueLimiter(_ => true, new TimeoutLatch, () => ())
+/** What the writer's bound costs a record that fits: `QueueLimiter.await` reserving one record and its bytes by
+  * compare-and-set on the bound's two counters, and the completion's release of both (the part of
+  * [[HotPathBench.process]] that `queue_limit` and `max_outstanding_bytes` add).
+  */
+@State(Scope.Thread)
+@BenchmarkMode(Array(Mode.AverageTime))
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+class BoundBench { // iterations and forks: bench/run.py's command line, as for HotPathBench
+  private val bound = new RecordBound(Int.MaxValue, Long.MaxValue)
+  private val limiter = new QueueLimiter(bound.tryReserve, bound.latch, () => ())
+  private val noCheck: () => Unit = () => ()
+  private val noWarning: Long => Unit = _ => ()
+
+  @Benchmark
+  def reserveAndRelease(): Long = {
+    val blocked = limiter.await(100, noCheck, noWarning)
+    bound.release(1, 100L)
+    blocked
+  }
 }
