@@ -31,7 +31,7 @@ help:
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
 	@echo "make bench  - benchmarks (~80 min): vs boto3, vs a bare KPL loop, KPL settings one at a time, backpressure, scale, JMH, real-time latency -> docs/benchmarks.md"
-	@echo "make bench-scale - the scale part alone (~20 min): shards x record sizes x executors, results beside"
+	@echo "make bench-scale - the scale part alone (~20 min): shards x record sizes x executors -> bench/results/scale.json"
 	@echo "make lint   - scalafmt check, ruff, mypy (the library, the testkit, bench/ and tools/), actionlint (the GitHub workflow)"
 
 # --no-compile: Python compiles what the tests import on first use; compiling all of pyspark, pandas and pyarrow up

@@ -1,10 +1,10 @@
 """Local Kinesis backends for the benchmarks, each one process on a free loopback port.
 
-kinesis-mock (the test emulator) ingests ~1-2 MB/s, far below what the writer can send, so the
-throughput figures use kinesalite: it serves either HTTPS (what the KPL needs) or plain HTTP (what
-the fault front forwards to) per process and keeps streams in memory. moto_server --ssl was faster
-for large records but lost ~0.1 % of KPL aggregates under concurrent PutRecords (read back short,
-in groups of one aggregate), so it is not used.
+The figures use kinesalite: it serves either HTTPS (what the KPL needs) or plain HTTP (what the fault
+front forwards to) per process and keeps streams in memory. Not kinesis-mock, the test emulator: it
+ingests far less than the writer sends, so it would measure itself. Not moto_server: it loses KPL
+aggregates under concurrent PutRecords, and every run is read back record by record
+(docs/benchmarks.md, "How it is measured", has the figures).
 """
 
 from __future__ import annotations

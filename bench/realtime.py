@@ -22,8 +22,8 @@ back (record by record: the id, its key and its timestamp), and the batch must n
 Prints ``bench: rt_added_p50_ms=… rt_added_p99_ms=… rt_p99_ratio_10k=… rt_max_in_flight_over_limit=…`` (added =
 ``kinesis`` minus ``kafka`` at 1,000 records/s; the ratio is ``kinesis``'s p99 at 10,000 over 1,000) and
 ``rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=…`` (``kinesis`` over ``kinesis_kpl`` at 1,000 records/s) and writes
-bench/results/realtime-<stamp>.json and docs/img/realtime_latency.png. Knobs: BENCH_RT_SECONDS [20], BENCH_RT_WARM_S
-[1], BENCH_RT_RATES [1000,10000].
+bench/results/realtime.json, docs/img/bench-realtime.png and its table in docs/benchmarks.md (bench/report.py). Knobs:
+BENCH_RT_SECONDS [20], BENCH_RT_WARM_S [1], BENCH_RT_RATES [1000,10000].
 """
 
 from __future__ import annotations
@@ -286,19 +286,24 @@ def main() -> int:
         "rt_added_p50_ms_rmbt20": by[("kinesis_rmbt20", lo)]["p50_ms"] - by[("kafka", lo)]["p50_ms"],
         "rt_added_p99_ms_rmbt20": by[("kinesis_rmbt20", lo)]["p99_ms"] - by[("kafka", lo)]["p99_ms"],
         "rt_p99_ratio_10k": by[("kinesis", hi)]["p99_ms"] / by[("kinesis", lo)]["p99_ms"],
-        # the writer (aggregation='writer') over the KPL's own aggregation, at the low rate (issue 26: within 10 %)
+        # the writer (aggregation='writer') over the KPL's own aggregation, at the low rate
         "rt_p50_ratio_vs_kpl_agg": by[("kinesis", lo)]["p50_ms"] / by[("kinesis_kpl", lo)]["p50_ms"],
         "rt_p99_ratio_vs_kpl_agg": by[("kinesis", lo)]["p99_ms"] / by[("kinesis_kpl", lo)]["p99_ms"],
         "rt_max_in_flight_over_limit": max(r["max_in_flight"] or 0 for r in runs) / QUEUE_LIMIT,
     }
-    results = HERE / "results"
-    results.mkdir(exist_ok=True)
-    out = Path(os.environ.get("BENCH_RT_OUT") or results / f"realtime-{stamp}.json")
     config = {"seconds": SECONDS, "warm_s": WARM_S, "rates": RATES, "variants": VARIANTS, "queue_limit": QUEUE_LIMIT}
-    out.write_text(json.dumps({"started": stamp, "config": config, "runs": runs, "summary": summary}, indent=1))
-    plot(runs, ROOT / "docs" / "img" / "realtime_latency.png")
-    say(f"realtime results: {out.relative_to(ROOT)}")
+    measured = {"started": stamp, "config": config, "runs": runs, "summary": summary}
+    plot(runs, ROOT / "docs" / "img" / "bench-realtime.png")
     say(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items()))
+    if os.environ.get("BENCH_RT_OUT"):  # bench/run.py's part: it writes the results with the run's other parts
+        Path(os.environ["BENCH_RT_OUT"]).write_text(json.dumps(measured))
+        return 0
+    import report
+
+    run = {"started": stamp, "commit": report.commit(), "machine": {"cpus": os.cpu_count()}, "realtime": measured}
+    for path in report.save(run):
+        say(f"results: {path.relative_to(ROOT)}")
+    report.write_docs(report.load())
     return 0
 
 

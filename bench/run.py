@@ -1,9 +1,20 @@
-"""make bench: throughput, overhead, backpressure and hot-path benchmarks (not part of make test).
+"""make bench: throughput, overhead, KPL settings, backpressure, scale, hot path and real-time latency.
 
-Every comparison runs its sides alternating in the same run on the same backend and is reported
-as a ratio with its spread over the repetitions. Results: bench/results/<timestamp>.json (every
-sample), plots in docs/img/, the table in docs/benchmarks.md (between the bench markers), and a
-last machine-readable line:
+Every comparison runs its sides alternating in the same run on the same backend and is reported as a ratio with its
+spread over the repetitions. The parts (BENCH_PARTS) and what each writes, overwriting its last run (bench/report.py):
+
+  throughput    the writer against boto3 and the aws-kinesis-agg + boto3 loop, aggregation='kpl', the format("kinesis")
+                sink and an A/A control; again behind shard quotas -> bench/results/throughput.json
+                and, between its repetitions, the bare KPL loop (bench/jvm) -> bench/results/overhead.json
+  tuning        one KPL setting at a time (bench/tuning.py) -> bench/results/tuning.json
+  backpressure  queue_limit and max_outstanding_bytes behind shard quotas -> bench/results/backpressure.json
+  scale         4 to 256 shards, record sizes, executors (bench/scale.py) -> bench/results/scale.json
+  jmh           the hot path, KinesisForeachWriter.process (bench/jvm) -> bench/results/jmh.json
+  realtime      Kafka -> real-time mode -> Kinesis, latency per record (bench/realtime.py)
+                -> bench/results/realtime.json
+
+Then the plots of those parts (docs/img/bench-<part>*.png), every part's table in docs/benchmarks.md (from the
+files), and a last machine-readable line with every field (n/a for a part this run did not measure):
 
   bench: writer_rps=… boto3_rps=… ratio_vs_boto3=… ratio_vs_kpl=… sink_vs_writer=… sink_cpu_vs_writer=…
          writer_b_vs_writer=… (the A/A control: the foreach writer against itself on a second stream)
@@ -18,15 +29,16 @@ last machine-readable line:
          latency added over Spark's Kafka sink at 1,000 records/s, and its p99 at 10,000 over 1,000; bench/realtime.py)
          rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=… (the same latency over aggregation='kpl''s, 1,000/s)
 
-"writer" is the writer with aggregation='writer' (issue 26; the default); "writer_kpl" is aggregation='kpl', the KPL
-daemon aggregating record by record. The bare KPL loop hands the KPL each record, so ratio_vs_kpl and cpu_ratio_vs_kpl
-are writer_kpl over it: the writer's own overhead over the KPL doing the same work.
+"writer" is the writer with aggregation='writer' (the default); "writer_kpl" is aggregation='kpl', the KPL daemon
+aggregating record by record. The bare KPL loop hands the KPL each record, so ratio_vs_kpl and cpu_ratio_vs_kpl are
+writer_kpl over it: the writer's own overhead over the KPL doing the same work.
 
 Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [1000000],
 BENCH_ROWS_10K [50000], BENCH_ROWS_1K [200000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
-BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [15], BENCH_SCALE_FREE_ROWS [300000],
+BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [12], BENCH_SCALE_FREE_ROWS [300000],
 BENCH_PARTS [throughput,tuning,backpressure,scale,jmh,realtime], BENCH_SKIP [none; overhead,limited];
-bench/realtime.py's own (BENCH_RT_*).
+bench/tuning.py's, bench/scale.py's and bench/realtime.py's own (BENCH_TUNE_*, BENCH_SCALE_*, BENCH_RT_*). A run with
+smaller sizes overwrites its parts' files too (their config says so): commit only the runs you mean to publish.
 """
 
 from __future__ import annotations
@@ -58,6 +70,7 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 import backends  # noqa: E402
 import jfr_top  # noqa: E402
 import perf_daemon  # noqa: E402
+import report  # noqa: E402
 import scale  # noqa: E402
 import tuning  # noqa: E402
 from common import WARM_START, say, spread, verify  # noqa: E402
@@ -71,8 +84,8 @@ ROWS_1K = int(os.environ.get("BENCH_ROWS_1K", "200000"))  # 1 KiB: the two aggre
 BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
 PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,scale,jmh,realtime").split(",")
 # The writer (aggregation='writer') and the KPL hold a shard to RateLimit (the writer's default: 100 %) of its
-# 1 MiB/s: enough shards that this cap stays above what the CPU (100 B, ~17 MB/s) or the backend (10 KiB) allows, as
-# a stream that has to take this rate would have.
+# 1 MiB/s: enough shards that this cap stays above what the CPU (100 B) or the backend (10 KiB) allows, so the figures
+# measure the writer and not the cap, as on a stream with the shards this rate needs.
 SHARDS = {100: 24, 1024: 24, 10240: 24}
 RESULTS = HERE / "results"
 SBT = [str(ROOT / "build" / "sbt"), "-batch"]
@@ -460,7 +473,7 @@ def bp_summary(r: dict[str, Any], limits: dict[str, int]) -> dict[str, Any]:
 # -- part 4: JMH ------------------------------------------------------------------------------
 def jmh(result: dict[str, Any]) -> None:
     say("JMH: HotPathBench (stub producer), BoundBench")
-    path = RESULTS / "jmh.json"
+    path = Path(tempfile.mkdtemp(prefix="bench-jmh-")) / "jmh.json"
     subprocess.run(
         [*SBT, f"bench/Jmh/run -i 5 -wi 3 -f 1 -t 1 -rf json -rff {path} io.github.sparkkinesis.bench"],
         cwd=ROOT,
@@ -470,6 +483,7 @@ def jmh(result: dict[str, Any]) -> None:
     )
     raw = json.loads(path.read_text())
     path.unlink()
+    path.parent.rmdir()
     result["jmh"] = [
         {
             "benchmark": r["benchmark"],
@@ -503,7 +517,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
                 )
         s = by("sink", payload)
         reps = sorted(set(w) & set(s))
-        if reps:  # the DataSource V2 sink over the foreach writer: one core, so ~1.0
+        if reps:  # the DataSource V2 sink over the foreach writer: the same writer behind either API, so ~1.0
             sm[f"sink_vs_writer_{payload}"] = spread([s[k]["records_per_s"] / w[k]["records_per_s"] for k in reps])
         wb = by("writer_b", payload)
         reps = sorted(set(w) & set(wb))
@@ -594,7 +608,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     scale.summarise(result, sm)
     jm = result.get("jmh", [])
     if jm:
-        # The writer as users get it: the limit check on, aggregation='writer' (the default since issue 26).
+        # The writer as users get it: the limit check on, aggregation='writer' (the default).
         default = [
             r
             for r in jm
@@ -602,23 +616,6 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         ]
         sm["hot_path_ns"] = (default or jm)[0]["ns_per_op"]
     return sm
-
-
-def fmt(v: Any, digits: int = 1) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, dict):
-        v = v["median"]
-    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-
-REALTIME_FIELDS = (
-    "rt_added_p50_ms",
-    "rt_added_p99_ms",
-    "rt_p99_ratio_10k",
-    "rt_p50_ratio_vs_kpl_agg",
-    "rt_p99_ratio_vs_kpl_agg",
-)
 
 
 def realtime(result: dict[str, Any], out: Path) -> None:
@@ -634,6 +631,7 @@ def main() -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     result: dict[str, Any] = {
         "started": stamp,
+        "commit": report.commit(),
         "machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())},
         "config": {
             "reps": REPS,
@@ -660,7 +658,6 @@ def main() -> int:
             },
         },
     }
-    out = RESULTS / f"{stamp}.json"
     try:
         if "throughput" in PARTS:
             throughput(result)
@@ -673,42 +670,18 @@ def main() -> int:
         if "jmh" in PARTS:
             jmh(result)
         if "realtime" in PARTS:
-            realtime(result, RESULTS / f"realtime-{stamp}.json")
+            with tempfile.TemporaryDirectory(prefix="bench-rt-") as tmp:
+                realtime(result, Path(tmp) / "realtime.json")
     finally:
+        # What finished is kept, whatever stopped the run: each part's file, over that part's last run.
         result["summary"] = summarise(result)
-        out.write_text(json.dumps(result, indent=1))
-        say(f"results: {out.relative_to(ROOT)}")
-    import report
-
-    # Only a full run with the default sizes replaces the figures in docs/.
-    defaults = not any(k.startswith("BENCH_") and k != "BENCH_DRIVER_MEMORY" for k in os.environ)
-    report.write(result, out, to_docs=defaults)
-    sm = result["summary"]
-    fields = {
-        "writer_rps": fmt(sm.get("writer_100_records_per_s"), 0),
-        "boto3_rps": fmt(sm.get("boto3_100_records_per_s"), 0),
-        "ratio_vs_boto3": fmt(sm.get("ratio_vs_boto3_100")),
-        "ratio_vs_kpl": fmt(sm.get("ratio_vs_kpl"), 2),
-        "sink_vs_writer": fmt(sm.get("sink_vs_writer_100"), 2),
-        "sink_cpu_vs_writer": fmt(sm.get("sink_cpu_vs_writer"), 2),
-        "writer_b_vs_writer": fmt(sm.get("writer_b_vs_writer_100"), 2),
-        "cpu_ratio_vs_kpl": fmt(sm.get("cpu_ratio_vs_kpl"), 2),
-        "cpu_s_per_million_net": fmt(sm.get("cpu_s_per_m_writer_net")),
-        "scale_cost_ratio": fmt(sm.get("scale_cost_ratio"), 2),
-        "link_util_limited": fmt(sm.get("link_util_limited"), 3),
-        "max_outstanding_over_limit": fmt(sm.get("max_outstanding_over_limit"), 3),
-        "hot_path_ns": fmt(sm.get("hot_path_ns"), 0),
-        # aggregation='writer' (issue 26): over the aws-kinesis-agg + boto3 loop, rate and CPU net of Spark
-        "ratio_vs_agg": fmt(sm.get("ratio_vs_agg"), 2),
-        "cpu_ratio_vs_agg": fmt(sm.get("cpu_ratio_vs_agg"), 2),
-        "records_per_aggregate": fmt(sm.get("writer_100_records_per_aggregate"), 0),
-        # aggregation='kpl' (the daemon aggregates): CPU net of Spark, and the writer's over it
-        "kpl_agg_cpu_s_per_million_net": fmt(sm.get("cpu_s_per_m_writer_kpl_net")),
-        "cpu_ratio_vs_kpl_agg": fmt(sm.get("cpu_ratio_vs_kpl_agg"), 2),
-    }
-    rt = result.get("realtime", {}).get("summary", {})
-    fields.update({k: fmt(rt.get(k), 0 if k.endswith("_ms") else 2) for k in REALTIME_FIELDS})
-    say(" ".join(f"{k}={v}" for k, v in fields.items()))
+        for path in report.save(result):
+            say(f"results: {path.relative_to(ROOT)}")
+    for path in report.plot(result):
+        say(f"plot: {path.relative_to(ROOT)}")
+    for part in report.write_docs(report.load()):
+        say(f"docs/benchmarks.md: {part} from bench/results/{part}.json")
+    print(report.line(report.compact(result)), flush=True)
     return 0
 
 

@@ -62,8 +62,8 @@ MASTER = "local-cluster[{},1,1536]"
 # queue_limit ~1 s of the link, and at least 4 records per shard (docs/configuration.md's sizing: with fewer
 # outstanding records than shards, shards sit idle); max_outstanding_bytes then never binds first.
 QUEUE_LIMIT = {100: 25000, 1024: 2500, 102400: 40}
-# The writer with aggregation="writer" (bench/spark_side.py), and at the sizes issue 26's goals name, aggregation="kpl"
-# (the default) beside it.
+# The writer with aggregation="writer" (bench/spark_side.py), and beside it at 100 B and 1 KiB aggregation="kpl": what
+# the daemon's own aggregation costs where records are small enough for aggregation to matter.
 VARIANTS = ["writer", "writer_kpl"]
 AGG_SIZES = (100, 1024)
 

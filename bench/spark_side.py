@@ -168,7 +168,7 @@ class Bench:
         writer: KinesisWriter | None = None
         dsw = df.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
         if variant in ("writer", "writer_b", "writer_fixed", "writer_kpl"):  # writer_b: the A/A control
-            # "writer*": aggregation='writer' (issue 26); "writer_kpl": the KPL daemon aggregating record by record
+            # "writer*": aggregation='writer' (the default); "writer_kpl": the KPL daemon aggregating record by record
             extra = {"aggregation": "kpl" if variant == "writer_kpl" else "writer"}
             if variant == "writer_fixed":
                 extra["partitioner"] = "fixed"

@@ -134,7 +134,14 @@ def tuning(result: dict[str, Any], spark_side: Callable[..., Any], reps: int) ->
             for name, (stream, _) in options.items():
                 checks[name] = verify(b, stream, ROWS, reps, ROWS // 10, 100)
         limited = behind_quotas(side, reps, checks)
-    result["tuning"] = {"runs": runs, "limited_runs": limited, "verify": checks, "variants": list(VARIANTS)}
+    config = {"rows": ROWS, "shards": SHARDS, "rows_limited": ROWS_LIMITED, "limited_shards": LIMITED_SHARDS}
+    result["tuning"] = {
+        "runs": runs,
+        "limited_runs": limited,
+        "verify": checks,
+        "variants": list(VARIANTS),
+        "config": config,
+    }
 
 
 def run_cmd(variant: tuple[str, dict[str, Any]], inp: str, payload: int, backend_pid: int) -> dict[str, Any]:

@@ -3,7 +3,7 @@
  *
  * The KPL's release binaries (1.0.7 to 1.1.1) link a libstdc++ built for a glibc older than 2.17, whose
  * std::chrono::steady_clock::now() is `syscall(SYS_clock_gettime, ...)`: a real system call, where a
- * current build reads the clock in user space. The daemon calls it ~15 times per user record (its
+ * current build reads the clock in user space. The daemon calls it several times per user record (its
  * per-record metrics, deadlines, timers). Preloaded into the daemon (bench/tuning.py starts it through a
  * wrapper script as kpl.NativeExecutable), this answers that one syscall from libc's clock_gettime, which
  * uses the vDSO, and passes every other syscall on unchanged.
