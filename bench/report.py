@@ -336,6 +336,10 @@ def _mr(v: Any, digits: int = 2, unit: str = "×") -> str:
     return _m(v, digits, unit)
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'s' * (count != 1)}"
+
+
 def _digits(v: float) -> int:
     return 0 if v >= 100 else 1
 
@@ -360,7 +364,8 @@ def render_throughput(p: dict[str, Any]) -> str:
     )
     out = _head(
         p,
-        f"medians of {reps} repetitions, (min–max) for ratios; 100 B × {cfg['rows']:,}, 1 KiB × {cfg['rows_1k']:,}, "
+        f"medians of {_n(reps, 'repetition')}, (min–max) for ratios; "
+        f"100 B × {cfg['rows']:,}, 1 KiB × {cfg['rows_1k']:,}, "
         f"10 KiB × {cfg['rows_10k']:,} rows, {cfg['shards'].get('100', cfg['shards'].get(100))} shards of "
         f"{(p.get('backend') or {}).get('used', '?')} over TLS{limited}.",
     )
@@ -421,7 +426,7 @@ def render_throughput(p: dict[str, Any]) -> str:
 def render_overhead(p: dict[str, Any]) -> str:
     sm, cfg = p["summary"], p["config"]
     what = (
-        f"100 B × {cfg['rows']:,}, {cfg['reps']} repetitions. `aggregation='kpl'` over the bare loop: "
+        f"100 B × {cfg['rows']:,}, {_n(cfg['reps'], 'repetition')}. `aggregation='kpl'` over the bare loop: "
         f"rate **{_mr(sm.get('ratio_vs_kpl'))}**, "
         f"CPU per record net of Spark's generation **{_mr(sm.get('cpu_ratio_vs_kpl'))}**, "
         f"Spark included {_mr(sm.get('cpu_ratio_vs_kpl_gross'))}; "
@@ -448,7 +453,7 @@ def render_tuning(p: dict[str, Any]) -> str:
         if "rows" in cfg
         else "unthrottled 100 B; behind quotas 1 KiB"
     )
-    out = _head(p, f"medians of {cfg['reps']} repetitions; {where}.")
+    out = _head(p, f"medians of {_n(cfg['reps'], 'repetition')}; {where}.")
     rows = []
     for part, label in (("tuning", "unthrottled"), ("tuning_limited", "behind quotas")):
         for name, v in sm.get(part, {}).items():
