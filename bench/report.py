@@ -206,16 +206,11 @@ def _jmh(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
     if not result.get("jmh"):
         return None
     runs = [
-        {"aggregation": j["params"].get("aggregation", "kpl"), "limit": j["params"].get("limit", "on")}
+        {"benchmark": j["benchmark"].rpartition(".bench.")[2], "params": j.get("params", {})}
         | {k: j[k] for k in ("ns_per_op", "error", "unit")}
-        | {"params": {k: v for k, v in j["params"].items() if k not in ("aggregation", "limit")}}
         for j in result["jmh"]
     ]
-    return {
-        "config": {"benchmark": result["jmh"][0]["benchmark"]},
-        "summary": _pick(sm, lambda k: k == "hot_path_ns"),
-        "runs": runs,
-    }
+    return {"config": {}, "summary": _pick(sm, lambda k: k == "hot_path_ns"), "runs": runs}
 
 
 def _realtime(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
@@ -564,15 +559,16 @@ def render_scale(p: dict[str, Any]) -> str:
 
 
 def render_jmh(p: dict[str, Any]) -> str:
-    out = _head(p, "`KinesisForeachWriter.process`, ns per 100 B row (± JMH's error), stub producer.")
-    rows = []
-    for agg in dict.fromkeys(j["aggregation"] for j in p["runs"]):
-        by = {j["limit"]: j for j in p["runs"] if j["aggregation"] == agg}
-        rows.append(
-            [f"`{agg}`"]
-            + [f"{by[k]['ns_per_op']:,.0f} ± {by[k]['error']:,.0f}" if k in by else "–" for k in ("on", "off")]
-        )
-    return out + _table(["aggregation", "limit check on", "limit check off"], rows)
+    out = _head(p, "ns per operation (± JMH's error); `HotPathBench` per 100 B row, with a stub producer.")
+    rows = [
+        [
+            f"`{j['benchmark']}`",
+            ", ".join(f"{k}={v}" for k, v in j["params"].items() if k not in ("payloadBytes", "completionBatch")),
+            f"{j['ns_per_op']:,.0f} ± {j['error']:,.0f}",
+        ]
+        for j in p["runs"]
+    ]
+    return out + _table(["benchmark", "parameters", "ns"], rows)
 
 
 RT_LABELS = {
