@@ -2,56 +2,6 @@ package io.github.sparkkinesis
 
 import scala.collection.immutable.SortedMap
 
-/** How records without a `partitionKey` column get one. */
-private[sparkkinesis] sealed abstract class Partitioner(val name: String) extends Serializable
-private[sparkkinesis] object Partitioner {
-
-  /** A fresh random key per record: spreads load evenly over all shards. */
-  case object Random extends Partitioner("random")
-
-  /** One key per Spark partition: records of a partition land on one shard, in order. */
-  case object Fixed extends Partitioner("fixed")
-
-  /** No key needed (streams with `RecordDistributionStrategy=AUTO`, where Kinesis places each record itself): a row
-    * without a `partitionKey` column, or with a null in it, goes without one.
-    */
-  case object NoKey extends Partitioner("none")
-  val all: Seq[Partitioner] = Seq(Random, Fixed, NoKey)
-}
-
-/** What a writer option allows beyond its type, and the one wording of a mistake: the JVM's parse and Python's keyword
-  * check (through the build's facts resource, [[Facts]]) both say "expected <expected>".
-  */
-private[sparkkinesis] sealed abstract class Allowed(val expected: String)
-private[sparkkinesis] object Allowed {
-
-  /** A whole number of at least `min`; `expected` says what it counts. */
-  final case class AtLeast(min: Long, what: String) extends Allowed(what)
-
-  /** One of these words, in any case. */
-  final case class OneOf(words: Seq[String])
-      extends Allowed(words.init.map(w => s"'$w'").mkString(", ") + s" or '${words.last}'")
-
-  /** Something other than blanks: set to a blank value, the option is a mistake rather than unset. */
-  case object NonBlank extends Allowed("a non-empty string")
-}
-
-/** One writer option: its key, its type (`string`, `int`, `long`, `boolean`), what it is for (Python's docstring), its
-  * default value (None: no default value), what it allows, and whether it is a secret.
-  */
-private[sparkkinesis] final case class OptionSpec(
-    name: String,
-    kind: String,
-    doc: String,
-    default: Option[String],
-    allowed: Option[Allowed],
-    secret: Boolean
-) {
-
-  /** Prints as its key, so messages name the option by interpolating it. */
-  override def toString: String = name
-}
-
 /** All writer options, parsed once on the driver. Keys are the snake_case names Python uses. */
 private[sparkkinesis] final case class KinesisWriterOptions(
     streamName: Option[String],
@@ -233,7 +183,7 @@ private[sparkkinesis] object KinesisWriterOptions {
     import in.str
 
     val kpl = SortedMap(kplRaw.map { case (k, v) => k.stripPrefix(KplPrefix) -> v }.toSeq: _*)
-    val endpoint = str(EndpointKey).map(parseEndpoint)
+    val endpoint = str(EndpointKey).map(Endpoint.parse)
     if (str(Region).isDefined && kpl.contains("Region"))
       throw new IllegalArgumentException(s"Options $Region and kpl.Region both set the region: keep only '$Region'.")
     // Without a region the KPL daemon asks EC2's metadata service and exits off EC2: resolve it
@@ -277,34 +227,6 @@ private[sparkkinesis] object KinesisWriterOptions {
   }
 
   private val RegionPattern = "^[a-z]+-([a-z]+-)?[a-z]+-[0-9]$".r
-
-  private val HostPattern = "^[A-Za-z0-9.-]+$".r
-
-  /** Accepts `host`, `host:port` and `https://host[:port][/]`; the KPL wants a bare host and a port. */
-  def parseEndpoint(value: String): Endpoint = {
-    val v = value.trim
-    def fail(why: String) = new IllegalArgumentException(
-      s"Option $EndpointKey='$v' is invalid: $why. Use a host, host:port or https://host:port " +
-        "(the KPL always speaks TLS; against an emulator use its TLS port and kpl.VerifyCertificate=false)."
-    )
-    val rest =
-      if (v.regionMatches(true, 0, "https://", 0, 8)) v.substring(8)
-      else if (v.contains("://")) throw fail(s"scheme '${v.takeWhile(_ != ':')}' is not supported")
-      else v
-    val hostPort = rest.stripSuffix("/")
-    if (hostPort.contains("/") || hostPort.contains("?")) throw fail("it has a path")
-    val (host, port) = hostPort.lastIndexOf(':') match {
-      case -1 => (hostPort, 443)
-      case i =>
-        val p = Parse.longOption(hostPort.substring(i + 1)).filter(p => p >= 1 && p <= 65535).map(_.toInt)
-        (hostPort.substring(0, i), p.getOrElse(throw fail("the port is not a number in 1..65535")))
-    }
-    if (host.isEmpty) throw fail("the host is empty")
-    if (host.contains("_")) throw fail("the KPL rejects underscores in host names (use an alias or IP)")
-    if (HostPattern.findFirstIn(host).isEmpty)
-      throw fail("the host has characters other than letters, digits, '.' and '-'")
-    Endpoint(host, port)
-  }
 
   private def parseCredentials(in: Given): Credentials = {
     import in.str

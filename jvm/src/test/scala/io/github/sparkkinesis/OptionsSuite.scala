@@ -32,15 +32,15 @@ class OptionsSuite extends AnyFunSuite {
   }
 
   test("endpoint forms are normalised to the KPL's bare host and port") {
-    assert(KinesisWriterOptions.parseEndpoint("https://127.0.0.1:4567") == Endpoint("127.0.0.1", 4567))
+    assert(Endpoint.parse("https://127.0.0.1:4567") == Endpoint("127.0.0.1", 4567))
     assert(
-      KinesisWriterOptions.parseEndpoint("https://kinesis.us-east-1.amazonaws.com/") == Endpoint(
+      Endpoint.parse("https://kinesis.us-east-1.amazonaws.com/") == Endpoint(
         "kinesis.us-east-1.amazonaws.com",
         443
       )
     )
-    assert(KinesisWriterOptions.parseEndpoint("localhost:4567") == Endpoint("localhost", 4567))
-    assert(KinesisWriterOptions.parseEndpoint("localhost") == Endpoint("localhost", 443))
+    assert(Endpoint.parse("localhost:4567") == Endpoint("localhost", 4567))
+    assert(Endpoint.parse("localhost") == Endpoint("localhost", 443))
     val s = parse("endpoint" -> "https://localhost:4567").producer.kplSettings
     assert(s("KinesisEndpoint") == "localhost" && s("KinesisPort") == "4567")
   }
