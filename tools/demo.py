@@ -235,7 +235,8 @@ def plot(runs: list[Run], path: Path) -> None:
     ax1.set_ylabel("records outstanding\nin the writer and the KPL")
     ax2.set_ylabel("MiB")
     ax2.set_xlabel("seconds since the query started")
-    ax2.set_ylim(bottom=0)
+    # Headroom above the highest line for the legend (five entries).
+    ax2.set_ylim(0, 1.6 * max([h[1] for h in heap] + [s["rss_mib"] for r in runs for s in r.samples], default=1.0))
     ax1.set_title(
         f"The same query, {ROWS_PER_S:,} records/s of ~1 KiB into {SHARDS} shards x {SHARD_BYTES_PER_S // 1024} KiB/s"
     )
