@@ -1,26 +1,31 @@
-"""make demo: why the KPL's queue needs a bound, in about a minute, on the embedded Kinesis.
+"""make demo: why the writer needs a bound, in about a minute, on the embedded Kinesis.
 
 The same query runs twice, side by side, on one Spark session: text files of ids -> ~1 KiB JSON
 records -> KinesisWriter -> the fault front (per-shard quotas, as real Kinesis enforces them) ->
 kinesis-mock. Input arrives several times faster than the streams' shards accept it.
 
-- "no bound": the writer with its limits off, as the KPL is used alone. Each micro-batch goes to
-  the KPL whole, the query falls behind, batches grow, the KPL daemon's queue and memory grow with
-  them, and records wait in it past the KPL's RecordTtl (30 s) and expire. The run sets
-  fail_on_error=False so it can count them: by default the query would fail at the first one.
+- "no bound": the writer with its limits off, as the KPL is used alone. Each micro-batch is taken
+  whole, the query falls behind and batches grow. The writer aggregates before the KPL and sends
+  each shard no more than its quota, so the backlog waits in the writer's shard buffers, on the
+  executor's (here the driver's) JVM heap, while the KPL daemon holds about half a second of it: the
+  memory that grows is the bytes held in the writer and the KPL, not the daemon's RSS. A record's
+  RecordTtl runs from its hand-off to the daemon (docs/reliability.md, "Where a backlog waits"), so
+  none expires while the emulator keeps up with the quota; the run sets fail_on_error=False so that
+  it can count any that do (on a machine too busy for the emulator to keep up).
 - "queue_limit": the writer blocks while QUEUE_LIMIT records are outstanding: the backlog stays in
-  the source (the input files), the link stays full and the daemon's memory flat.
+  the source (the input files), the link stays full and the memory held flat.
 
-A live line per run shows records confirmed, outstanding against the limit, the daemon's memory and
-the confirmed rate. Both queries end on a batch boundary (the input ends; processAllAvailable()
-before stop()). Both streams are then read back record by record, a PNG of outstanding records and
-daemon RSS over time is written (its path is printed), and the last line is machine-readable, for
-the bounded run:
+A live line per run shows records confirmed, outstanding against the limit, the record bytes held in
+the writer and the KPL, the daemon's memory and the confirmed rate. Both queries end on a batch
+boundary (the input ends; processAllAvailable() before stop()). Both streams are then read back
+record by record, a PNG of outstanding records, bytes held, daemon RSS and the JVM's heap over time
+is written (its path is printed), and the last line is machine-readable, for the bounded run:
   demo: sent=<n> delivered=<n> missing=0 duplicates=<n> backpressure_cycles=<n> records_per_s=<x>
 Exits non-zero if the bounded run misses any record.
 
 Knobs (environment): DEMO_FEED_SECONDS [10], DEMO_ROWS_PER_S [3000], DEMO_SHARD_KIB_PER_S [256]. The
-defaults keep both streams together at ~1 MiB/s, what kinesis-mock ingests comfortably.
+defaults keep both streams together at ~1 MiB/s, what kinesis-mock ingests comfortably; the writer's
+RateLimit is scaled to the shards' quota, so it paces them as it paces real shards.
 """
 
 from __future__ import annotations
@@ -64,6 +69,9 @@ PAYLOAD = 1000  # bytes of padding per record: ~1 KiB records, so the shards' by
 PARTITIONS = 2  # tasks per micro-batch and query
 QUEUE_LIMIT = 500  # ~1 s of this link (docs/configuration.md, "Sizing queue_limit")
 SAMPLE_S = 0.5
+# The writer paces each shard to RateLimit percent of a real shard's 1 MiB/s (its default 100). Scaled to the front's
+# quota, as bench/scale.py does, it holds itself to these shards as it would to real ones, within their quota.
+RATE_LIMIT = max(1, round(100 * SHARD_BYTES_PER_S / 2**20))
 NO_BOUND = {"queue_limit": 2**31 - 1, "max_outstanding_bytes": 2**62, "fail_on_error": False}
 
 
@@ -77,6 +85,8 @@ class Run:
     daemon: int = 0
     start: float = 0.0
     samples: list[dict[str, float]] = field(default_factory=list)
+    # The JVM's heap after its last GC is both runs' at once: sampled on the first run's clock (time, MiB).
+    heap: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def limit_text(self) -> str:
@@ -119,10 +129,17 @@ def wait_for_daemon(jvm_pid: int, known: set[int], query: Any, timeout_s: float 
 
 
 def sample_until(spark: SparkSession, runs: list[Run], stop: threading.Event) -> None:
-    """Every SAMPLE_S: each run's producer (by stream) and its daemon's RSS, on the run's own clock."""
+    """Every SAMPLE_S: each run's producer (by stream) and its daemon's RSS, on the run's own clock; the JVM's heap."""
+    jvm = spark._jvm
+    assert jvm is not None  # a classic session
+    collectors = list(jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans())
+    pools = heap_pools(spark)
     while not stop.wait(SAMPLE_S):
         live = {p.source.rsplit(".", 1)[-1]: p for p in producer_snapshot(spark)}
+        heap_mib = heap_after_gc(collectors, pools)
         now = time.monotonic()
+        if runs[0].start and heap_mib is not None:
+            runs[0].heap.append((now - runs[0].start, heap_mib))
         for r in runs:
             p = live.get(r.stream)
             if p is None or not r.daemon:
@@ -130,12 +147,33 @@ def sample_until(spark: SparkSession, runs: list[Run], stop: threading.Event) ->
             r.samples.append(
                 {
                     "t": now - r.start,
+                    # User records and their bytes from write() to confirmation: in the writer's shard buffers and
+                    # queues, and in the KPL (what queue_limit and max_outstanding_bytes bound).
                     "outstanding": p.in_flight_records,
+                    "held_mib": p.outstanding_bytes / 2**20,
+                    # Kinesis records (aggregates) the KPL daemon holds, with the sender's queue before it.
+                    "in_kpl": p.outstanding_records,
                     "confirmed": p.records_sent,
                     "expired": p.records_failed,
                     "rss_mib": procs.rss_bytes(r.daemon) / 2**20,
                 }
             )
+
+
+def heap_pools(spark: Any) -> list[str]:
+    """The names of the JVM's heap memory pools (G1: eden, survivor, old)."""
+    pools = spark._jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+    return [str(p.getName()) for p in pools if p.getType().toString() == "Heap memory"]
+
+
+def heap_after_gc(collectors: list[Any], heap_pools: list[str]) -> float | None:
+    """The JVM's heap in use after its latest GC, in MiB (None before the first): what the JVM holds, garbage aside,
+    without forcing a GC, which would pause both runs."""
+    infos = [i for i in (c.getLastGcInfo() for c in collectors) if i is not None]
+    if not infos:
+        return None
+    after = max(infos, key=lambda i: i.getEndTime()).getMemoryUsageAfterGc()
+    return float(sum(after.get(name).getUsed() for name in heap_pools if after.containsKey(name))) / 2**20
 
 
 def show(console: Console, runs: list[Run], waiter: threading.Thread) -> None:
@@ -161,7 +199,8 @@ def line(r: Run) -> Text:
     rate = (s["confirmed"] - back[0]["confirmed"]) / max(1e-9, s["t"] - back[0]["t"])
     text = Text(f"{r.label:>11}  ", style="bold")
     text.append(f"confirmed {int(s['confirmed']):>6,}  outstanding {int(s['outstanding']):>6,}{r.limit_text:<5}  ")
-    text.append(f"KPL RSS {s['rss_mib']:5.0f} MiB  {rate:5.0f} rec/s")
+    text.append(f"held in the writer and the KPL {s['held_mib']:5.1f} MiB  KPL RSS {s['rss_mib']:4.0f} MiB  ")
+    text.append(f"{rate:5.0f} rec/s")
     if s["expired"]:
         text.append(f"  expired {int(s['expired']):,}", style="red")
     return text
@@ -177,22 +216,33 @@ def plot(runs: list[Run], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True)
     for r, color in zip(runs, ("tab:red", "tab:blue")):
         t = [s["t"] for s in r.samples]
         ax1.plot(t, [s["outstanding"] for s in r.samples], color=color, label=r.label)
-        ax2.plot(t, [s["rss_mib"] for s in r.samples], color=color, label=r.label)
+        ax2.plot(t, [s["held_mib"] for s in r.samples], color=color, label=f"{r.label}: held in the writer and the KPL")
+        ax2.plot(t, [s["rss_mib"] for s in r.samples], color=color, linestyle="--", label=f"{r.label}: KPL daemon RSS")
+    heap = runs[0].heap
+    ax2.plot(
+        [h[0] for h in heap],
+        [h[1] for h in heap],
+        color="0.55",
+        drawstyle="steps-post",
+        linewidth=0.8,
+        label="JVM heap after its latest GC, both runs (the writer's and Spark's)",
+    )
     ax1.axhline(QUEUE_LIMIT, color="tab:blue", linestyle=":", linewidth=1, label=f"queue_limit={QUEUE_LIMIT}")
-    ax1.set_ylabel("records outstanding in the KPL")
-    ax2.set_ylabel("KPL daemon RSS (MiB)")
+    ax1.set_ylabel("records outstanding\nin the writer and the KPL")
+    ax2.set_ylabel("MiB")
     ax2.set_xlabel("seconds since the query started")
-    ax2.set_ylim(bottom=0)
+    # Headroom above the highest line for the legend (five entries).
+    ax2.set_ylim(0, 1.6 * max([h[1] for h in heap] + [s["rss_mib"] for r in runs for s in r.samples], default=1.0))
     ax1.set_title(
         f"The same query, {ROWS_PER_S:,} records/s of ~1 KiB into {SHARDS} shards x {SHARD_BYTES_PER_S // 1024} KiB/s"
     )
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper right")
+        ax.legend(loc="upper right", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -237,7 +287,8 @@ def main() -> int:
         print(
             f"demo: kinesis-mock behind the fault front's shard quotas: {SHARDS} shards x "
             f"{SHARD_BYTES_PER_S // 1024} KiB/s per stream (~{link:.0f} records/s); "
-            f"input {ROWS_PER_S:,} records/s of ~1 KiB for {FEED_SECONDS:.0f} s",
+            f"input {ROWS_PER_S:,} records/s of ~1 KiB for {FEED_SECONDS:.0f} s; RateLimit={RATE_LIMIT} (the writer's "
+            "100 scaled to these shards)",
             flush=True,
         )
         # A task slot for each task of both queries: their tasks wait on Kinesis most of the time, and a query
@@ -252,8 +303,8 @@ def main() -> int:
         feeder.start()
         try:
             for r in runs:
-                # The KPL's defaults (RecordTtl 30 s) except what loopback needs.
-                opts = {**loopback_writer_options(front.endpoint, LogLevel="warning"), **r.limits}
+                # The KPL's defaults (RecordTtl 30 s) except what loopback needs, and RateLimit scaled to the quota.
+                opts = {**loopback_writer_options(front.endpoint, LogLevel="warning", RateLimit=RATE_LIMIT), **r.limits}
                 r.writer = KinesisWriter(stream_name=r.stream, **opts)
                 r.query = (
                     records(spark, inputs)
@@ -279,37 +330,59 @@ def main() -> int:
                 if r.query is not None and r.query.isActive:
                     r.query.stop()
         metrics = {r.label: r.writer.metrics() for r in runs if r.writer is not None}
+        # One GC once both queries have ended (none during the runs: it would pause them), so the heap's line ends on
+        # what the JVM holds then rather than on the last GC the runs happened to cause.
+        spark._jvm.java.lang.System.gc()
+        final_heap = heap_after_gc(
+            list(spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()), heap_pools(spark)
+        )
+        if final_heap is not None and runs[0].start:
+            runs[0].heap.append((time.monotonic() - runs[0].start, final_heap))
         spark.stop()
 
         sent = fed[0]
         OUT.mkdir(parents=True, exist_ok=True)
         png = OUT / "demo.png"
         plot(runs, png)
-        results, summary = {}, {}
+        results: dict[str, tuple[int, int]] = {}
+        peaks: dict[str, dict[str, float]] = {}
         for r in runs:
             delivered, dups = account(km, r.stream, sent)
-            expired = metrics[r.label]["recordsFailed"]
-            peak = max(s["outstanding"] for s in r.samples)
-            rate = sending_rate(r)
-            rss = max(s["rss_mib"] for s in r.samples)
             results[r.label] = (delivered, dups)
-            summary[r.label] = (expired, peak, rss)
+            peak = {k: max(s[k] for s in r.samples) for k in ("outstanding", "held_mib", "in_kpl", "rss_mib")}
+            peaks[r.label] = peak
+            expired = metrics[r.label]["recordsFailed"]
             print(
-                f"demo: {r.label:>11}: delivered {delivered:,}/{sent:,}, expired in the KPL {expired:,}, "
-                f"peak outstanding {peak:,.0f}{r.limit_text}, KPL RSS max {rss:.0f} MiB, {rate:.0f} rec/s confirmed "
-                f"while sending (link ~{link:.0f})",
+                f"demo: {r.label:>11}: delivered {delivered:,}/{sent:,}, expired {expired:,}; "
+                f"in the writer and the KPL at the peak {peak['outstanding']:,.0f}{r.limit_text} records, "
+                f"{peak['held_mib']:.1f} MiB; in the KPL daemon at most {peak['in_kpl']:,.0f} aggregates, "
+                f"RSS max {peak['rss_mib']:.0f} MiB; {sending_rate(r):.0f} rec/s confirmed while sending "
+                f"(link ~{link:.0f})",
                 flush=True,
             )
-        (expired, peak, rss), (_, peak_b, rss_b) = summary[runs[0].label], summary[runs[1].label]
+        free, bounded_peak = peaks[runs[0].label], peaks[runs[1].label]
+        heap_from, heap_max = runs[0].heap[0][1], max(h[1] for h in runs[0].heap)
         print(
-            f"demo: without a bound the KPL took whole micro-batches: {peak / max(1, peak_b):.0f}x the records "
-            f"outstanding and {rss / max(1.0, rss_b):.1f}x the daemon memory",
+            f"demo: without a bound the writer took whole micro-batches: "
+            f"{free['outstanding'] / max(1, bounded_peak['outstanding']):.0f}x the records and "
+            f"{free['held_mib'] / max(0.1, bounded_peak['held_mib']):.0f}x the bytes held in the writer and the KPL. "
+            f"The writer sends a shard only its quota: the rest waited in its shard buffers, on the JVM heap (after GC "
+            f"{heap_from:.0f} MiB at the start, {heap_max:.0f} MiB at most, both runs); the KPL daemon held at most "
+            f"{free['in_kpl']:,.0f} aggregates (RSS max {free['rss_mib']:.0f} against "
+            f"{bounded_peak['rss_mib']:.0f} MiB)",
             flush=True,
         )
+        expired = metrics[runs[0].label]["recordsFailed"]
         if expired:
             print(
-                f"demo: and {expired:,} records waited past the KPL's RecordTtl and expired: by default "
-                "(fail_on_error=True) the query fails there; a sink that ignores them loses them",
+                f"demo: and {expired:,} records failed: by default (fail_on_error=True) the query fails there; a sink "
+                "that ignored them would lose them",
+                flush=True,
+            )
+        else:
+            print(
+                "demo: none expired (RecordTtl runs from the hand-off to the KPL): unbounded, that backlog grows until "
+                "the executor's heap runs out",
                 flush=True,
             )
         print("demo: with queue_limit the backlog stayed in the input, the link full, every record arrived", flush=True)
