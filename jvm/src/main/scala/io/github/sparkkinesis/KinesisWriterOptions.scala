@@ -20,7 +20,7 @@ private[sparkkinesis] object Partitioner {
 }
 
 /** What a writer option allows beyond its type, and the one wording of a mistake: the JVM's parse and Python's keyword
-  * check (through the build's facts resource, [[Facts]]) both say "expected <expected>".
+  * check (through the build's facts resource, `Facts`, build code in jvm/src/facts) both say "expected <expected>".
   */
 private[sparkkinesis] sealed abstract class Allowed(val expected: String)
 private[sparkkinesis] object Allowed {
@@ -79,8 +79,8 @@ private[sparkkinesis] final case class KinesisWriterOptions(
 
 private[sparkkinesis] object KinesisWriterOptions {
   // The option table: one row per option, in keyword order (Python's `KinesisWriter(...)`). Each row is also the
-  // option's key in the code below; the build writes the table into the facts resource ([[Facts]]), from which Python
-  // takes its keyword check, signature and docstring.
+  // option's key in the code below; the build writes the table into the facts resource (`Facts`, build code in
+  // jvm/src/facts), from which Python takes its keyword check, signature, docstring and types (_writer_options.pyi).
   private val rows = Vector.newBuilder[OptionSpec]
   private def row(
       name: String,
