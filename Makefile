@@ -18,7 +18,7 @@ export SPARK_KINESIS_M2_REPO := $(M2_REPO)
 # start unless told not to; tests, demo and benchmarks talk to loopback only.
 export AWS_EC2_METADATA_DISABLED := true
 
-JVM_SOURCES := $(shell find jvm/src/main jvm/kpl/src -type f 2>/dev/null) build.sbt $(wildcard project/*.sbt project/*.scala) \
+JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/dev/null) build.sbt $(wildcard project/*.sbt project/*.scala) \
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 

@@ -216,9 +216,17 @@ lazy val kpl = (project in file("jvm/kpl"))
 //   jvm/src/main/scala-2.12 | scala-2.13   Scala-version differences
 //   jvm/src/main/spark-3.5  | spark-4      Spark-API differences
 
+// Build code of a line (jvm/src/facts: `Facts`, which writes the facts resource): compiled against the line's classes
+// and run by the build, in a configuration no jar or POM includes.
+val FactsGen = config("facts").hide
+
 def sparkLineProject(l: SparkLine): Project =
   Project(l.id, file("jvm") / "lines" / l.id)
     .dependsOn(kpl)
+    .configs(FactsGen)
+    .settings(
+      inConfig(FactsGen)(Defaults.configSettings) ++ org.scalafmt.sbt.ScalafmtPlugin.scalafmtConfigSettings(FactsGen)
+    )
     .settings(
       name := l.artifact,
       moduleName := l.artifact,
@@ -255,13 +263,21 @@ def sparkLineProject(l: SparkLine): Project =
         )
         marker +: legalFiles.value.map { case (src, path) => val out = dir / path; IO.copyFile(src, out); out }
       },
+      // Facts sees the line's classes and their dependencies, not Compile's fullClasspath, which holds the resources
+      // it writes.
+      FactsGen / unmanagedSourceDirectories := Seq(
+        (ThisBuild / baseDirectory).value / "jvm" / "src" / "facts" / "scala"
+      ),
+      FactsGen / unmanagedResourceDirectories := Nil,
+      FactsGen / dependencyClasspath := {
+        val classes = { (Compile / compile).value; (Compile / classDirectory).value }
+        Attributed.blank(classes) +: (Compile / dependencyClasspath).value
+      },
       // The facts resource (io.github.sparkkinesis.Facts): the option table and the task totals from the compiled
-      // classes, the Spark lines from SparkLines.scala. From the classes and their dependencies, not fullClasspath,
-      // which holds these very resources.
+      // classes, the Spark lines from SparkLines.scala.
       Compile / resourceGenerators += Def.task {
         val out = (Compile / resourceManaged).value / "META-INF" / "spark-kinesis" / "spark-kinesis.json"
-        val classes = { (Compile / compile).value; (Compile / classDirectory).value }
-        val classpath = classes +: (Compile / dependencyClasspath).value.files
+        val classpath = (FactsGen / fullClasspath).value.files
         val members = SparkLines.json(organization.value, version.value)
         val javaBin = javaHome.value.map(h => (h / "bin" / "java").getPath).getOrElse("java")
         val cp = (classpath ++ scalaInstance.value.libraryJars).map(_.getPath).mkString(java.io.File.pathSeparator)

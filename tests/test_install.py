@@ -204,7 +204,8 @@ def test_wheel_carries_one_bundle_and_a_jar_per_line(wheel: Path) -> None:
 
 @pytest.mark.install
 def test_wheel_ships_only_the_library(wheel: Path) -> None:
-    """The wheel holds the library (its modules, py.typed, the jars) and nothing of the test harness."""
+    """The wheel holds the library (its modules, py.typed and the options' stub, the jars) and nothing of the test
+    harness."""
     with zipfile.ZipFile(wheel) as whl:
         names = [n for n in whl.namelist() if ".dist-info/" not in n]
     source = ROOT / "python"
@@ -214,7 +215,10 @@ def test_wheel_ships_only_the_library(wheel: Path) -> None:
     harness = [n for n in names if re.search(r"testing|faults|testkit", n)]
     assert harness == [], f"test harness in the wheel: {harness}"
     data = re.compile(
-        r"spark_kinesis/(py\.typed|jars/[^/]+\.jar|jars/NOTICE|jars/BUNDLED\.md|jars/spark-kinesis\.json)"
+        r"spark_kinesis/(py\.typed|_writer_options\.pyi"
+        r"|jars/[^/]+\.jar|jars/NOTICE|jars/BUNDLED\.md|jars/spark-kinesis\.json)"
     )
     other = [n for n in names if not n.endswith(".py") and not data.fullmatch(n)]
     assert other == [], other
+    # What type checkers read of an installed package (tests/test_typing.py runs mypy against the same files).
+    assert {"spark_kinesis/py.typed", "spark_kinesis/_writer_options.pyi"} <= set(names), names

@@ -1,5 +1,11 @@
 """``KinesisWriter``: keyword arguments checked in Python, the writer built in the JVM (or, on Spark
-Connect, the server's ``kinesis`` sink with the same options)."""
+Connect, the server's ``kinesis`` sink with the same options).
+
+The options are not listed here: they are the JVM's option table (``KinesisWriterOptions.table`` in
+jvm/src/main/scala/io/github/sparkkinesis/KinesisWriterOptions.scala), which the build writes into the facts
+resource (``_facts``). From it come the keywords' checks, ``__init__``'s ``__signature__`` and the docstring (at
+import), and the types static tools see: ``_writer_options.pyi``, written by tools/writer_stub.py.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,9 @@ from spark_kinesis._jar import JVM_ENTRY_POINT, JVM_LINE_CHECK
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from typing_extensions import Unpack
+
+    from spark_kinesis._writer_options import WriterOptions
 
 KplValue = Union[str, int, bool]
 
@@ -52,9 +61,10 @@ class KinesisWriter:
         stream_name: str | None = None,
         *,
         kpl: Mapping[str, KplValue] | None = None,
-        **options: Any,
+        **options: Unpack[WriterOptions],
     ) -> None:
-        # The keywords are the JVM's option table (the facts resource); __init__'s __signature__ lists them.
+        # The keywords are the JVM's option table (the facts resource): __signature__ lists them for help() and
+        # Jupyter, WriterOptions (the generated stub) types them for static tools.
         table = _facts.options()
         unknown = sorted(k for k in options if k not in table)
         if unknown:

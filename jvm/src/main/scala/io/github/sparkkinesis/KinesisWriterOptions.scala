@@ -29,8 +29,8 @@ private[sparkkinesis] final case class KinesisWriterOptions(
 
 private[sparkkinesis] object KinesisWriterOptions {
   // The option table: one row per option, in keyword order (Python's `KinesisWriter(...)`). Each row is also the
-  // option's key in the code below; the build writes the table into the facts resource ([[Facts]]), from which Python
-  // takes its keyword check, signature and docstring.
+  // option's key in the code below; the build writes the table into the facts resource (`Facts`, build code in
+  // jvm/src/facts), from which Python takes its keyword check, signature, docstring and types (_writer_options.pyi).
   private val rows = Vector.newBuilder[OptionSpec]
   private def row(
       name: String,

@@ -1,7 +1,7 @@
 package io.github.sparkkinesis
 
 /** What a writer option allows beyond its type, and the one wording of a mistake: the JVM's parse and Python's keyword
-  * check (through the build's facts resource, [[Facts]]) both say "expected <expected>".
+  * check (through the build's facts resource, `Facts`, build code in jvm/src/facts) both say "expected <expected>".
   */
 private[sparkkinesis] sealed abstract class Allowed(val expected: String)
 private[sparkkinesis] object Allowed {

@@ -2,7 +2,7 @@ package io.github.sparkkinesis
 
 /** What tests, benchmarks and tools read from a running JVM through py4j (`jvm.io.github.sparkkinesis.Probes`): not
   * part of the public API. What needs no running JVM (the option table, metric and total names) is in the facts
-  * resource instead ([[Facts]]).
+  * resource instead (`Facts`, build code in jvm/src/facts).
   */
 private[sparkkinesis] object Probes {
 

@@ -16,7 +16,7 @@ private[sparkkinesis] final case class TaskTotal(
 )
 
 /** The task totals: the one list behind the accumulators, the DataSource V2 custom metrics and, through the facts
-  * resource ([[Facts]]), Python's `writer.metrics()` docstring and the docs' check.
+  * resource (`Facts`, build code in jvm/src/facts), Python's `writer.metrics()` docstring and the docs' check.
   */
 private[sparkkinesis] object TaskTotals {
 

@@ -169,8 +169,9 @@ class OptionsSuite extends AnyFunSuite {
   }
 
   test("the facts resource in the jar carries every option, KPL setting and task total") {
-    val in = getClass.getClassLoader.getResourceAsStream(Facts.Resource)
-    assert(in != null, s"${Facts.Resource} is not on the classpath")
+    val resource = "META-INF/spark-kinesis/spark-kinesis.json" // where the build writes it (build.sbt)
+    val in = getClass.getClassLoader.getResourceAsStream(resource)
+    assert(in != null, s"$resource is not on the classpath")
     val text =
       try scala.io.Source.fromInputStream(in, "UTF-8").mkString
       finally in.close()

@@ -7,9 +7,11 @@ import java.nio.file.{Files, Paths}
   * per line jar, after compiling it, and writes `META-INF/spark-kinesis/spark-kinesis.json` into the jar;
   * `bundlePython` copies it into the wheel (`spark_kinesis/jars/spark-kinesis.json`, read by `spark_kinesis._facts`).
   * The build adds what only it knows (the Spark lines of project/SparkLines.scala, the coordinates).
+  *
+  * Build code, in jvm/src/facts: compiled against each line's classes (hence this package, for the tables'
+  * `private[sparkkinesis]`) and run by the build, never packaged into a jar.
   */
 private[sparkkinesis] object Facts {
-  val Resource = "META-INF/spark-kinesis/spark-kinesis.json"
 
   /** `args(0)`: the file to write; `args(1)`: the build's members, a JSON object's inside (`"lines": [...], ...`). */
   def main(args: Array[String]): Unit = {
@@ -45,16 +47,4 @@ private[sparkkinesis] object Facts {
       s""""producerMetrics": ${arr(ProducerMetrics.names.map(str))}"""
     ).mkString("{\n", ",\n", "\n}\n")
   }
-}
-
-/** The little JSON the facts resource and the probes write. */
-private[sparkkinesis] object Json {
-  def str(s: String): String = "\"" + s.flatMap {
-    case '"'          => "\\\""
-    case '\\'         => "\\\\"
-    case '\n'         => "\\n"
-    case c if c < ' ' => "\\" + f"u${c.toInt}%04x"
-    case c            => c.toString
-  } + "\""
-  def arr(items: Seq[String], sep: String = " "): String = items.mkString("[" + sep, "," + sep, sep + "]")
 }
