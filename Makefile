@@ -118,8 +118,9 @@ sbt-test:
 	touch $(JAR_STAMP)
 
 # The tests marked `localstack` (the marker is the one list) on LocalStack through Testcontainers, real KPL and Spark 4:
-# tools/localstack-leg.sh finds or starts a Docker engine (state in .cache/docker) and gets the image (the pinned Docker
-# Hub one, else built here: testkit/localstack-image/), then stops the engine it started. Not part of `make test`.
+# tools/localstack-leg.sh finds or starts a Docker engine (images in .cache/docker, sockets in /run/skd.*) and gets the
+# image (the pinned Docker Hub one, else built here: testkit/localstack-image/), then stops the engine it started and
+# removes what it left. Not part of `make test`.
 test-localstack: venv emulator jar
 	PY=$(CURDIR)/$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash tools/localstack-leg.sh
 

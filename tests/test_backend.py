@@ -66,3 +66,20 @@ def test_the_workflow_runs_what_ci_runs():
     for cmd in runs:
         m = re.match(r"make ([\w-]+)", cmd)
         assert m and m[1] in here, f"workflow step {cmd!r} runs something .ci/run does not"
+
+
+def test_the_leg_keeps_the_engines_sockets_short_from_a_deep_clone(tmp_path):
+    """The dockerd the LocalStack leg starts keeps its unix sockets out of the clone: from a clone over 100 characters
+    deep, every socket path is still within containerd's 104 bytes (its limit; the kernel's is 108)."""
+    clone = tmp_path / ("x" * 60) / ("y" * 40) / "p"
+    (clone / "tools").mkdir(parents=True)
+    leg = clone / "tools" / "localstack-leg.sh"
+    leg.write_text((ROOT / "tools" / "localstack-leg.sh").read_text())
+    assert len(str(clone)) > 100
+    proc = subprocess.run(["bash", str(leg), "--socket-paths"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    paths = proc.stdout.split()
+    assert any(p.endswith("/containerd/containerd-debug.sock") for p in paths), paths
+    for p in paths:
+        assert p.startswith("/") and not p.startswith(str(clone)), p
+        assert len(p.encode()) <= 104, f"{p}: {len(p.encode())} bytes"
