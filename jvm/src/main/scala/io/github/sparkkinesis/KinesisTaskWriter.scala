@@ -14,6 +14,7 @@ import io.github.sparkkinesis.shaded.kpl.{
   UserRecordResult
 }
 
+import io.github.sparkkinesis.aggregation.{HashKey, RecordOwner}
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** One task's writes, whatever the entry point (`foreach`, or the `kinesis` DataSource V2 sink for streaming and
@@ -70,8 +71,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
           val key = record.partitionKey.getBytes(StandardCharsets.UTF_8)
           val hashKey =
             if (record.explicitHashKey != null) HashKey.ofDecimal(record.explicitHashKey) else HashKey.ofKeyBytes(key)
-          a.add(new Pending(record, s, bytes, start, hashKey, key.length))
-        case Some(a) => a.add(new Pending(record, s, bytes, start, null, 0)) // keyless (AUTO): alone
+          a.add(WriterAggregation.pending(record, s, bytes, start, hashKey, key.length))
+        case Some(a) => a.add(WriterAggregation.pending(record, s, bytes, start, null, 0)) // keyless (AUTO): alone
         case None    => KinesisTaskWriter.putAlone(producer.client, record, s, bytes, start)
       }
     catch {
@@ -162,7 +163,8 @@ private[sparkkinesis] final class RecordCallback(
 }
 
 /** Per-task bookkeeping: pending records, first error, and the task's totals. */
-private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, producer: SharedProducer) {
+private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, producer: SharedProducer)
+    extends RecordOwner {
   import KinesisTaskWriter.log
 
   private val metrics = producer.metrics

@@ -3,6 +3,7 @@ package io.github.sparkkinesis
 import io.github.sparkkinesis.shaded.guava.util.concurrent.ListenableFuture
 import io.github.sparkkinesis.shaded.kpl.{KinesisProducer, UserRecordResult}
 
+import io.github.sparkkinesis.aggregation.StreamMetadata
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** The slice of `KinesisProducer` the writer uses; unit tests substitute a controllable fake. */

@@ -7,6 +7,8 @@ import scala.collection.mutable
 
 import org.slf4j.LoggerFactory
 
+import io.github.sparkkinesis.aggregation.{Scheduler, WriterAggregator}
+
 /** One KPL daemon, shared by the tasks of an executor JVM whose writers have the same [[ProducerPool.Key]]: stream
   * label, KPL config and bound. It owns what those writers share: the bound, the metrics and, when the writer
   * aggregates, the aggregates being filled.
@@ -16,7 +18,8 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
     val key: ProducerPool.Key,
     val client: ProducerClient,
     val idleTimeoutMs: Long,
-    val sourceName: String
+    val sourceName: String,
+    newScheduler: String => Scheduler
 ) {
   def config: ProducerConfig = key.config
 
@@ -26,16 +29,7 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
   val aggregator: Option[WriterAggregator] =
     if (!config.aggregatesInWriter) None
     else
-      Some(
-        new WriterAggregator(
-          client,
-          client.streamMetadata(),
-          AggregationSettings.of(config.kpc),
-          metrics,
-          () => markBroken(),
-          id.toString
-        )
-      )
+      Some(WriterAggregation(this, newScheduler(id.toString)))
 
   @volatile private[sparkkinesis] var broken = false
   private[sparkkinesis] var refs = 0
@@ -57,7 +51,8 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
 private[sparkkinesis] final class ProducerPool(
     factory: ProducerConfig => ProducerClient,
     clockMs: () => Long,
-    registerMetrics: SharedProducer => () => Unit
+    registerMetrics: SharedProducer => () => Unit,
+    newScheduler: String => Scheduler = WriterAggregation.scheduler
 ) {
   private val log = LoggerFactory.getLogger(classOf[ProducerPool])
   private val producers = mutable.Map.empty[ProducerPool.Key, SharedProducer]
@@ -78,7 +73,14 @@ private[sparkkinesis] final class ProducerPool(
         p
       case existing =>
         existing.foreach(retire)
-        val p = new SharedProducer(ids.incrementAndGet(), key, factory(config), idleTimeoutMs, sourceNameFor(label))
+        val p = new SharedProducer(
+          ids.incrementAndGet(),
+          key,
+          factory(config),
+          idleTimeoutMs,
+          sourceNameFor(label),
+          newScheduler
+        )
         log.info(s"Started KPL producer #${p.id} (metrics source ${p.sourceName}) for $config")
         p.refs = 1
         p.unregister = registerMetrics(p)

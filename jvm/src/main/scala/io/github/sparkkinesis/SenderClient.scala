@@ -9,6 +9,8 @@ import io.github.sparkkinesis.shaded.guava.util.concurrent.{ListenableFuture, Se
 import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
 import org.slf4j.LoggerFactory
 
+import io.github.sparkkinesis.aggregation.StreamMetadata
+
 /** Puts and flushes reach the KPL from one thread the writer owns, never from a task's thread.
   *
   * Spark ends tasks by interrupting their threads (`query.stop()`, a cancelled job, a failed sibling task, a losing

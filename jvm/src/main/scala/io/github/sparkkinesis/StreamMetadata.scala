@@ -22,20 +22,8 @@ import io.github.sparkkinesis.shaded.awssdk.services.kinesis.model.{
 }
 import io.github.sparkkinesis.shaded.awssdk.utils.AttributeMap
 
+import io.github.sparkkinesis.aggregation.{ShardMap, ShardRange, StreamLayout, StreamMetadata}
 import io.github.sparkkinesis.compat.CollectionConverters._
-
-/** What the writer's own aggregation needs to know of a stream: whether Kinesis places its records itself (AUTO: no
-  * aggregates there, KCL consumers drop them) and its open shards.
-  */
-private[sparkkinesis] final case class StreamLayout(auto: Boolean, shards: ShardMap)
-
-/** Reads stream layouts; unit tests substitute a fake. */
-private[sparkkinesis] trait StreamMetadata {
-
-  /** The stream's layout now; throws when `ListShards` fails (the caller sends records alone meanwhile). */
-  def layout(stream: String): StreamLayout
-  def close(): Unit = ()
-}
 
 /** `ListShards` (paged) and `DescribeStreamSummary` through the AWS SDK's Kinesis client, with the writer's endpoint,
   * region, credentials (the same provider instance the KPL uses) and TLS and proxy settings.

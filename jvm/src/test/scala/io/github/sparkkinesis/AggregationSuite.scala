@@ -7,6 +7,7 @@ import java.security.MessageDigest
 import org.scalatest.funsuite.AnyFunSuite
 import io.github.sparkkinesis.shaded.kpl.protobuf.Messages
 
+import io.github.sparkkinesis.aggregation.{AggregateFormat, AggregationSettings, HashKey, ShardMap, ShardRange}
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 class AggregationSuite extends AnyFunSuite {
@@ -17,7 +18,7 @@ class AggregationSuite extends AnyFunSuite {
 
   /** The user records inside an aggregate, read with the KPL's own classes after checking magic and MD5. */
   private def decode(bytes: Array[Byte]): (Seq[String], Seq[String], Seq[(Int, Int, String)]) = {
-    assert(bytes.take(4).sameElements(Aggregate.Magic), "not an aggregate")
+    assert(bytes.take(4).sameElements(AggregateFormat.Magic), "not an aggregate")
     val body = bytes.slice(4, bytes.length - 16)
     assert(MessageDigest.getInstance("MD5").digest(body).sameElements(bytes.takeRight(16)), "MD5 mismatch")
     val a = Messages.AggregatedRecord.parseFrom(body)
@@ -98,8 +99,10 @@ class AggregationSuite extends AnyFunSuite {
     val w = writerAgg(fakes, Map("kpl.RecordMaxBufferedTime" -> "50"))
     w.open(0, 0)
     w.process(row("a", "1"))
-    assert(fakes.last.sent.isEmpty)
-    eventually(fakes.last.sent.size == 1)
+    fakes.tick(49)
+    assert(fakes.last.sent.isEmpty, "sealed before its linger")
+    fakes.tick(1)
+    assert(fakes.last.sent.size == 1)
     fakes.last.succeedAllIn(FakeMetadata.even(2))
     w.close(null)
   }
@@ -111,14 +114,13 @@ class AggregationSuite extends AnyFunSuite {
     val map = FakeMetadata.even(2).shards
     val Seq(k0, k1) =
       Seq(0, 1).map(i => Iterator.from(0).map(n => s"k$n").find(k => map.indexOf(HashKey.ofPartitionKey(k)) == i).get)
-    val t0 = System.nanoTime()
     w.process(row(k0, "1"))
-    while (System.nanoTime() - t0 < 500000000L) Thread.sleep(5) // the second shard's first record, 0.5 s later
+    fakes.tick(500) // the second shard's first record, 0.5 s later
     w.process(row(k1, "2"))
-    val t1 = System.nanoTime()
-    eventually(fakes.last.sent.size == 2)
-    val waited = (System.nanoTime() - t1) / 1000000
-    assert(waited < 1000, s"the second shard's aggregate went after its own linger ($waited ms), not with the first's")
+    fakes.tick(499)
+    assert(fakes.last.sent.isEmpty, "sealed before the first record's linger")
+    fakes.tick(1)
+    assert(fakes.last.sent.size == 2, "the second shard's aggregate goes with the first's, not after its own linger")
     fakes.last.succeedAllIn(FakeMetadata.even(2))
     w.close(null)
   }
@@ -129,12 +131,10 @@ class AggregationSuite extends AnyFunSuite {
     val w = writerAgg(fakes, Map("kpl.RateLimit" -> "1", "kpl.AggregationMaxCount" -> "1"))
     w.open(0, 0)
     val p = fakes.last
-    val t0 = System.nanoTime()
     (1 to 25).foreach(i => w.process(row("same", s"$i")))
-    assert(p.sent.size <= 6, s"${p.sent.size} aggregates sent at once: more than half a second of the shard's quota")
-    eventually(p.sent.size == 25)
-    val took = (System.nanoTime() - t0) / 1000000
-    assert(took >= 1800, s"25 aggregates at 10 a second, 5 in hand, went in $took ms")
+    assert(p.sent.size == 5, s"${p.sent.size} aggregates sent at once, not half a second of the shard's quota")
+    val took = advanceUntil(fakes)(p.sent.size == 25)
+    assert(took >= 1800 && took <= 2100, s"25 aggregates at 10 a second, 5 in hand, went in $took ms")
     val order = p.sent.asScala.toSeq.map(r => userRecords(r).head._3.toInt)
     assert(order == (1 to 25), "aggregates of a shard leave in order")
     assert(fakes.pool.live.head.metrics.pacedAggregates.getCount >= 19)
@@ -149,7 +149,7 @@ class AggregationSuite extends AnyFunSuite {
     val w = writerAgg(fakes, Map("kpl.RateLimit" -> "1", "kpl.RecordMaxBufferedTime" -> "50"))
     w.open(0, 0)
     (1 to 100).foreach(i => w.process(row("same", "x" * 100)))
-    eventually { fakes.last.succeedAllIn(FakeMetadata.even(2)); fakes.pool.live.head.bound.records.get == 0 }
+    advanceUntil(fakes) { fakes.last.succeedAllIn(FakeMetadata.even(2)); fakes.pool.live.head.bound.records.get == 0 }
     val sizes = fakes.last.sent.asScala.toSeq.map(_.data.remaining())
     assert(sizes.size >= 4 && sizes.forall(_ <= 2621), s"aggregates of $sizes bytes at RateLimit=1")
     w.close(null)
@@ -166,14 +166,14 @@ class AggregationSuite extends AnyFunSuite {
     while (metrics.pacedAggregates.getCount == 0) { // spend what the shard has in hand, one aggregate at a time
       n += 1
       w.process(row("same", s"$n"))
-      eventually(p.sent.size == n || metrics.pacedAggregates.getCount > 0)
+      advanceUntil(fakes)(p.sent.size == n || metrics.pacedAggregates.getCount > 0)
     }
     val before = p.sent.size
     (1 to 20).foreach { i => // 300 ms of records 15 ms apart: 15 lingers, 3 aggregates' worth of quota
       w.process(row("same", s"late-$i"))
-      Thread.sleep(15)
+      fakes.tick(15)
     }
-    eventually(p.sent.asScala.toSeq.map(userRecords(_).size).sum == n + 20)
+    advanceUntil(fakes)(p.sent.asScala.toSeq.map(userRecords(_).size).sum == n + 20)
     val aggregates = p.sent.size - before
     assert(aggregates <= 6, s"$aggregates aggregates for the last ${n + 20 - before} records: sealed behind the queue")
     p.succeedAllIn(FakeMetadata.even(2))
@@ -195,13 +195,18 @@ class AggregationSuite extends AnyFunSuite {
     assert(p.sent.size == 2)
     p.failOne(throttle, "Rate exceeded for shard")
     p.failOne(throttle, "Rate exceeded for shard")
-    eventually(p.sent.size == 4)
+    fakes.tick(19)
+    assert(p.sent.size == 2, "sent again before its wait")
+    fakes.tick(1)
+    assert(p.sent.size == 3 && p.sent.asScala.last.data.remaining() == 60000, "the record alone, half a linger later")
+    advanceUntil(fakes)(p.sent.size == 4)
     val again = p.sent.asScala.toSeq.drop(2)
     assert(again.map(_.data.remaining()).sorted == p.sent.asScala.toSeq.take(2).map(_.data.remaining()).sorted)
     // The shard's quota was spent: the next aggregate of that shard waits its turn (1/10 s), not sent at once.
     w.process(row("same", "2"))
     assert(p.sent.size == 4, "an aggregate went to a shard that was just throttled")
-    eventually(p.sent.size == 5)
+    val waited = advanceUntil(fakes)(p.sent.size == 5)
+    assert(waited >= 90, s"the next aggregate of the throttled shard went $waited ms later, not a tenth of a second")
     p.succeedAllIn(FakeMetadata.even(2))
     w.close(null)
     val m = fakes.pool.live.head.metrics
@@ -295,6 +300,17 @@ class AggregationSuite extends AnyFunSuite {
     assert(fakes.pool.live.map(_.bound.queueLimit).sorted == Seq(5, 6))
     a.close(null)
     b.close(null)
+  }
+
+  /** Moves `fakes`' clock on a millisecond at a time until `cond` holds (at most 10 s of it); returns how far. */
+  private def advanceUntil(fakes: FakePool)(cond: => Boolean)(implicit pos: org.scalactic.source.Position): Long = {
+    var ms = 0L
+    while (!cond) {
+      assert(ms < 10000L, s"condition at line ${pos.lineNumber} not met within 10 s of the fake clock")
+      fakes.tick(1)
+      ms += 1
+    }
+    ms
   }
 
   private def eventually(cond: => Boolean)(implicit pos: org.scalactic.source.Position): Unit = {

@@ -5,6 +5,15 @@ import java.util.concurrent.ConcurrentLinkedQueue
 import io.github.sparkkinesis.shaded.guava.util.concurrent.{ListenableFuture, SettableFuture}
 import io.github.sparkkinesis.shaded.kpl.{Attempt, UserRecordFailedException, UserRecordResult}
 
+import io.github.sparkkinesis.aggregation.{
+  Clock,
+  HashKey,
+  Scheduler,
+  ShardMap,
+  ShardRange,
+  StreamLayout,
+  StreamMetadata
+}
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** A controllable stand-in for the KPL: puts stay outstanding until the test completes them. */
@@ -89,14 +98,35 @@ object FakeMetadata {
   }
 }
 
-/** A pool of fake producers with a hand-driven clock. */
+/** A clock that moves only when a test moves it. */
+final class FakeClock extends Clock {
+  @volatile private var now = 1000L * 1000000000L // an arbitrary origin, as System.nanoTime's
+  def nanoTime(): Long = now
+  def advanceMs(ms: Long): Unit = now += ms * 1000000L
+}
+
+/** A pool of fake producers with hand-driven clocks: the pool's (`nowMs`, for eviction) and the aggregation's (`clock`:
+  * lingers, quotas and re-sends run on this thread when a test calls [[tick]], never on their own).
+  */
 final class FakePool {
   @volatile var nowMs = 0L
+  val clock = new FakeClock
   val created = new ConcurrentLinkedQueue[FakeProducer]()
+  private val schedulers = new ConcurrentLinkedQueue[Scheduler]()
   val pool = new ProducerPool(
     _ => { val p = new FakeProducer; created.add(p); p },
     () => nowMs,
-    _ => () => ()
+    _ => () => (),
+    name => { val s = new Scheduler(clock, name); schedulers.add(s); s }
   )
   def last: FakeProducer = created.asScala.last
+
+  /** Moves the aggregation's clock on by `ms`, a millisecond at a time, running what falls due at each. */
+  def tick(ms: Long): Unit = (1L to ms).foreach { _ =>
+    clock.advanceMs(1)
+    schedulers.forEach(_.runDue())
+  }
+
+  /** Runs what is due now, without moving the clock. */
+  def runDue(): Unit = schedulers.forEach(_.runDue())
 }

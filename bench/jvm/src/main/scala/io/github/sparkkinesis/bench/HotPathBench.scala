@@ -4,6 +4,7 @@ import java.util.concurrent.TimeUnit
 
 import io.github.sparkkinesis.shaded.guava.util.concurrent.{ListenableFuture, SettableFuture}
 import io.github.sparkkinesis._
+import io.github.sparkkinesis.aggregation.{ShardMap, ShardRange, StreamLayout, StreamMetadata}
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema
 import org.apache.spark.sql.types.{BinaryType, StringType, StructField, StructType}

@@ -1,4 +1,4 @@
-package io.github.sparkkinesis
+package io.github.sparkkinesis.aggregation
 
 import java.nio.ByteBuffer
 import java.nio.charset.StandardCharsets
@@ -10,6 +10,7 @@ import scala.util.Random
 import org.scalatest.funsuite.AnyFunSuite
 import software.amazon.kinesis.retrieval.{AggregatorUtil, KinesisClientRecord}
 
+import io.github.sparkkinesis.{FakeClock, FakeMetadata}
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** The writer's aggregates as a KCL consumer reads them: the KCL's own deaggregation, which drops every sub-record
@@ -21,7 +22,7 @@ class KclDeaggregationSuite extends AnyFunSuite {
     val layout = FakeMetadata.even(4).shards
     val settings =
       AggregationSettings(maxSize = 8192, maxCount = Long.MaxValue, lingerMs = 100, recheckMs = 300000, rateLimit = 100)
-    val buffers = layout.shards.map(sh => new ShardBuffer("s", sh, settings))
+    val buffers = layout.shards.map(sh => new ShardBuffer("s", sh, settings, new FakeClock))
     val rng = new Random(26)
     val sealedAggregates = ArrayBuffer.empty[Aggregate]
     val n = 5000
@@ -29,9 +30,9 @@ class KclDeaggregationSuite extends AnyFunSuite {
       val key = s"user-${rng.nextInt(700)}"
       val ehk = if (i % 4 == 0) HashKey.ofBigInteger(new java.math.BigInteger(128, rng.self)).toString else null
       val data = s"record-$i".getBytes(StandardCharsets.UTF_8)
-      val record = KinesisRecord("s", key, ehk, ByteBuffer.wrap(data))
       val hashKey = HashKey.of(key, ehk)
-      val p = new Pending(record, null, data.length, 0L, hashKey, key.getBytes(StandardCharsets.UTF_8).length)
+      val keyBytes = key.getBytes(StandardCharsets.UTF_8).length
+      val p = new Pending("s", key, ehk, ByteBuffer.wrap(data), null, data.length, 0L, hashKey, keyBytes)
       val b = buffers(layout.indexOf(hashKey))
       b.add(p, sealedAggregates) // seals into sealedAggregates when full
     }
@@ -44,7 +45,7 @@ class KclDeaggregationSuite extends AnyFunSuite {
       val kinesisRecord = KinesisClientRecord
         .builder()
         .data(ByteBuffer.wrap(a.encoded))
-        .partitionKey(first.record.partitionKey)
+        .partitionKey(first.partitionKey)
         .explicitHashKey(first.key.toString)
         .sequenceNumber("1")
         .build()
@@ -59,7 +60,7 @@ class KclDeaggregationSuite extends AnyFunSuite {
       }
     }
     assert(back.map(_._1).sorted == (0 until n).map(i => s"record-$i").sorted)
-    val ehks = sealedAggregates.flatMap(_.entries).map(e => e.record.explicitHashKey).count(_ != null)
+    val ehks = sealedAggregates.flatMap(_.entries).map(e => e.explicitHashKey).count(_ != null)
     assert(back.count(_._3 != null) == ehks, "a sub-record carries an explicit hash key only when it had one")
     // The check is live: read from another shard, an aggregate loses every record.
     val a = sealedAggregates.head

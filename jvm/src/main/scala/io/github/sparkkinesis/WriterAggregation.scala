@@ -1,0 +1,77 @@
+package io.github.sparkkinesis
+
+import java.nio.ByteBuffer
+
+import org.slf4j.Logger
+import io.github.sparkkinesis.shaded.guava.util.concurrent.ListenableFuture
+import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
+
+import io.github.sparkkinesis.aggregation._
+
+/** A producer's aggregation in the writer ([[aggregation.WriterAggregator]]), wired to the writer's own parts behind
+  * the interfaces the aggregation package defines: the producer client, the producer's metrics, the writer's daemon
+  * threads ([[Threads]]) and its rate-limited log.
+  */
+private[sparkkinesis] object WriterAggregation {
+
+  /** The aggregation of producer `p`, its delayed work run by `scheduler`. */
+  def apply(p: SharedProducer, scheduler: Scheduler): WriterAggregator =
+    new WriterAggregator(
+      sender(p),
+      p.client.streamMetadata(),
+      AggregationSettings.of(p.config.kpc),
+      metrics(p.metrics),
+      warnings,
+      newThread,
+      scheduler,
+      p.id.toString
+    )
+
+  /** `record` of the task `owner` as the aggregation takes it; `key` null for a record without a partition key. */
+  def pending(
+      record: KinesisRecord,
+      owner: WriterState,
+      bytes: Int,
+      start: Long,
+      key: HashKey,
+      keyBytes: Int
+  ): Pending =
+    new Pending(
+      record.stream,
+      record.partitionKey,
+      record.explicitHashKey,
+      record.data,
+      owner,
+      bytes,
+      start,
+      key,
+      keyBytes
+    )
+
+  /** Producer `name`'s linger thread, on the JVM's clock. */
+  def scheduler(name: String): Scheduler = Scheduler.onThread(Clock.system, newThread, name)
+
+  val newThread: NewThread = (name, body) => Threads.daemon(name)(body.run())
+
+  private val warnings: Warnings = (log: Logger, key: String, message: String) => {
+    RateLimitedLog.warn(log, key, message)
+    ()
+  }
+
+  /** Puts through the producer's client; a dead daemon retires the producer (its records fail with the put). */
+  private def sender(p: SharedProducer): Sender =
+    (stream: String, partitionKey: String, explicitHashKey: String, data: ByteBuffer) =>
+      try p.client.put(KinesisRecord(stream, partitionKey, explicitHashKey, data))
+      catch { case e: DaemonException => p.markBroken(); throw e }
+
+  private def metrics(m: ProducerMetrics): AggregationMetrics = new AggregationMetrics {
+    def aggregateSent(records: Int): Unit = {
+      m.aggregatesSent.inc()
+      m.recordsPerAggregate.update(records)
+    }
+    def aggregatePaced(): Unit = m.pacedAggregates.inc()
+    def aggregateMisplaced(): Unit = m.misplacedAggregates.inc()
+    def recordsResent(n: Int): Unit = m.resentRecords.inc(n.toLong)
+    def recordsRetried(n: Int): Unit = m.retries.inc(n.toLong)
+  }
+}

@@ -1,0 +1,58 @@
+package io.github.sparkkinesis.aggregation
+
+/** Sends each shard's aggregates in order within the shard's quota. `RateLimit` holds in the writer, not in the daemon:
+  * the daemon's own limiter starts with seconds of quota in hand, and what it lets past the quota is throttled and
+  * re-sent every millisecond. Everything here runs under the shard buffer's lock, so a shard's aggregates reach the
+  * producer in the order they were sealed.
+  */
+private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: AggregationMetrics, send: Outgoing => Unit) {
+
+  /** Sends `a` now if its shard's quota allows and nothing waits before it, else queues it behind them. Called under
+    * `b`'s lock.
+    */
+  def dispatch(b: ShardBuffer, a: Aggregate): Unit = {
+    val wait = if (b.waiting.isEmpty) b.quota.take(a.quotaBytes) else -1L
+    if (wait == 0L) send(a)
+    else {
+      b.waiting.add(a)
+      metrics.aggregatePaced()
+      if (wait > 0L) scheduler.after(wait)(() => paced(b))
+    }
+  }
+
+  /** The head of `b`'s waiting aggregates may have its quota now: sends what the quota allows, in order; then the
+    * records that lingered behind them.
+    */
+  private def paced(b: ShardBuffer): Unit = b.synchronized {
+    var wait = 0L
+    while (!b.waiting.isEmpty && { wait = b.quota.take(b.waiting.peek().quotaBytes); wait == 0L })
+      send(b.waiting.poll())
+    if (!b.waiting.isEmpty) scheduler.after(wait)(() => paced(b))
+    else if (b.lingered && !b.isEmpty) dispatch(b, b.seal())
+  }
+
+  /** Seals `b` and sends (or queues) the aggregate, if `when` holds. */
+  def sealAndSend(b: ShardBuffer, when: ShardBuffer => Boolean): Unit = b.synchronized {
+    if (when(b)) dispatch(b, b.seal())
+  }
+
+  /** `b`'s linger ended: seals it now if no aggregate waits for its quota, else once they have gone (fewer, fuller
+    * aggregates for a shard its quota holds back).
+    */
+  def sealLingered(b: ShardBuffer, when: ShardBuffer => Boolean): Unit = b.synchronized {
+    if (when(b)) { if (b.waiting.isEmpty) dispatch(b, b.seal()) else b.lingered = true }
+  }
+
+  /** Kinesis throttled `a`: its shard's quota was not there, so `a` waits again, first in line, until the quota holds
+    * it.
+    */
+  def throttled(a: Aggregate): Unit = {
+    val b = a.buffer
+    b.synchronized {
+      b.quota.spent()
+      val idle = b.waiting.isEmpty
+      b.waiting.addFirst(a)
+      if (idle) scheduler.after(0L)(() => paced(b))
+    }
+  }
+}

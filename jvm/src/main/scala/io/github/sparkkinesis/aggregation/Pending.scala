@@ -1,0 +1,50 @@
+package io.github.sparkkinesis.aggregation
+
+import java.nio.ByteBuffer
+
+import io.github.sparkkinesis.shaded.kpl.UserRecordResult
+
+/** A user record from `write` until its confirmation, while the writer aggregates it: the record, what completing it
+  * needs (its owner, size and latency start), where Kinesis places it (`key`: null for a record without a partition
+  * key, which goes alone) and where it sits in its aggregate (its indices into the aggregate's key tables).
+  */
+private[sparkkinesis] final class Pending(
+    val stream: String,
+    val partitionKey: String,
+    val explicitHashKey: String,
+    val data: ByteBuffer,
+    val owner: RecordOwner,
+    val bytes: Int,
+    val startNanos: Long,
+    val key: HashKey,
+    val keyBytes: Int
+) {
+  private[aggregation] var keyIndex = 0
+  private[aggregation] var hashKeyIndex = -1
+}
+
+private[sparkkinesis] object Pending {
+
+  /** Completes user records that travelled together, owner by owner (a run of one owner's records is one update). */
+  def complete(entries: Array[Pending], result: Either[Throwable, UserRecordResult]): Unit = {
+    var i = 0
+    while (i < entries.length) {
+      val owner = entries(i).owner
+      var n = 0
+      var bytes = 0L
+      var j = i
+      while (j < entries.length && (entries(j).owner eq owner)) {
+        val e = entries(j)
+        bytes += e.bytes
+        n += 1
+        if (result.isRight) owner.latency(e.startNanos)
+        j += 1
+      }
+      result match {
+        case Right(r) => owner.succeeded(r, n, bytes)
+        case Left(t)  => owner.failed(t, n, bytes)
+      }
+      i = j
+    }
+  }
+}

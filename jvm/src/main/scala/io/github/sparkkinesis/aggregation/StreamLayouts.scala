@@ -1,0 +1,119 @@
+package io.github.sparkkinesis.aggregation
+
+import java.util.concurrent.{ConcurrentHashMap, Executor}
+import java.util.concurrent.atomic.AtomicBoolean
+
+import org.slf4j.LoggerFactory
+
+/** What the aggregation needs to know of a stream: whether Kinesis places its records itself (AUTO: no aggregates
+  * there, KCL consumers drop them) and its open shards.
+  */
+private[sparkkinesis] final case class StreamLayout(auto: Boolean, shards: ShardMap)
+
+/** Reads stream layouts (`ListShards`, `DescribeStreamSummary`); unit tests substitute a fake. */
+private[sparkkinesis] trait StreamMetadata {
+
+  /** The stream's layout now; throws when it cannot be read (the caller sends records alone meanwhile). */
+  def layout(stream: String): StreamLayout
+  def close(): Unit = ()
+}
+
+/** A stream as the aggregator knows it: its layout (null until first read, or while it cannot be read) and one buffer
+  * per open shard of that layout.
+  */
+private[sparkkinesis] final class StreamState(val name: String) {
+  @volatile var layout: StreamLayout = _
+  @volatile var buffers: Array[ShardBuffer] = Array.empty
+  @volatile private[aggregation] var checkedAtNanos = 0L
+  @volatile private[aggregation] var retryAtNanos = 0L
+  @volatile private[aggregation] var backoffMs = StreamLayouts.FirstBackoffMs
+  private[aggregation] val refreshing = new AtomicBoolean()
+}
+
+/** The layouts of the streams written, read on a stream's first record (on the writer's thread), read again in
+  * `background` every `DescribeStreamSummaryIntervalMs` (the strategy may change either way, and a reshard shows there
+  * too) or when a record's key lies in no shard of the map; after a failed read, again after a backoff. A new layout
+  * gets new buffers; the old ones are handed to `replaced`, to be sealed and sent.
+  */
+private[sparkkinesis] final class StreamLayouts(
+    metadata: StreamMetadata,
+    settings: AggregationSettings,
+    clock: Clock,
+    background: Executor,
+    warnings: Warnings,
+    replaced: Array[ShardBuffer] => Unit
+) {
+  import StreamLayouts._
+
+  private val streams = new ConcurrentHashMap[String, StreamState]()
+
+  /** The stream `name`, its layout read now if it has none and its backoff has passed. */
+  def apply(name: String): StreamState = {
+    val s = streams.computeIfAbsent(name, n => new StreamState(n))
+    if (s.layout == null && clock.nanoTime() >= s.retryAtNanos) s.synchronized {
+      if (s.layout == null && clock.nanoTime() >= s.retryAtNanos) read(s)
+    }
+    s
+  }
+
+  /** The stream `name` if a record of it was seen, else null. */
+  def get(name: String): StreamState = streams.get(name)
+
+  def foreach(f: StreamState => Unit): Unit = streams.values.forEach(s => f(s))
+
+  /** Reads `s` again in the background once `DescribeStreamSummaryIntervalMs` has passed since the last read. */
+  def recheckIfDue(s: StreamState): Unit =
+    if (clock.nanoTime() - s.checkedAtNanos > settings.recheckMs * 1000000L) refreshLater(s)
+
+  def refreshLater(s: StreamState): Unit =
+    if (s.refreshing.compareAndSet(false, true))
+      background.execute { () =>
+        try read(s)
+        finally s.refreshing.set(false)
+      }
+
+  /** Reads `s`'s layout now; on failure keeps the last one (or none: records go alone) and retries after a backoff. */
+  def read(s: StreamState): Unit = s.synchronized {
+    val previous = s.buffers
+    try {
+      val layout = metadata.layout(s.name)
+      val old = s.layout
+      if (old == null || old.auto != layout.auto || old.shards.shards != layout.shards.shards) {
+        s.buffers = layout.shards.shards.map(sh => new ShardBuffer(s.name, sh, settings, clock)).toArray
+        s.layout = layout
+        // Records already waiting in the old map's buffers go now; their placement is checked as any other's.
+        replaced(previous)
+        log.info(
+          s"Stream ${s.name}: ${layout.shards.size} open shards" +
+            (if (layout.auto) ", RecordDistributionStrategy AUTO: records go alone, not aggregated" else "")
+        )
+      }
+      s.checkedAtNanos = clock.nanoTime()
+      s.backoffMs = FirstBackoffMs
+    } catch {
+      case scala.util.control.NonFatal(e) =>
+        s.retryAtNanos = clock.nanoTime() + s.backoffMs * 1000000L
+        s.checkedAtNanos = clock.nanoTime()
+        warnings.warn(
+          log,
+          s"shard-map-${s.name}",
+          s"Reading the shards of stream ${s.name} failed (${e.getClass.getSimpleName}: ${e.getMessage}); its " +
+            s"records go to the KPL one by one until it succeeds (next try in ${s.backoffMs} ms). The writer's " +
+            "credentials need kinesis:ListShards and kinesis:DescribeStreamSummary (docs/configuration.md, IAM)."
+        )
+        s.backoffMs = math.min(MaxBackoffMs, s.backoffMs * 3 / 2)
+    }
+  }
+
+  def close(): Unit =
+    try metadata.close()
+    catch { case scala.util.control.NonFatal(e) => log.debug("Closing the shard-map client failed", e) }
+}
+
+private[sparkkinesis] object StreamLayouts {
+  private val log = LoggerFactory.getLogger(classOf[StreamLayouts])
+
+  /** The first wait after a failed read; each further failure waits half as long again, up to [[MaxBackoffMs]]. */
+  val FirstBackoffMs = 1000L
+  val MaxBackoffMs = 30000L
+}

@@ -1,0 +1,124 @@
+package io.github.sparkkinesis.aggregation
+
+import java.util.concurrent.{ExecutionException, Executors}
+
+import scala.collection.mutable.ArrayBuffer
+
+import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableFuture, MoreExecutors}
+import io.github.sparkkinesis.shaded.kpl.UserRecordResult
+
+/** Aggregation in the writer, before the KPL daemon (one per producer whose writers aggregate): per stream and open
+  * shard, a buffer shared by every task of the JVM writing through that producer. Each record goes to the shard whose
+  * hash-key range holds its explicit hash key or its partition key's MD5, from the stream's layout ([[StreamLayouts]]).
+  * A buffer is sealed into one KPL-format aggregate by `AggregationMaxSize`, `AggregationMaxCount`, a linger of
+  * `RecordMaxBufferedTime` from its first record, or a commit of a task with records in it; the aggregate goes, within
+  * its shard's quota ([[Pacing]]), to the producer as one record whose explicit hash key (its first record's) lies in
+  * that shard, so the daemon predicts, collects and sends it as it would its own. The answer is checked by the
+  * [[RetryPolicy]]: placement, throttling.
+  *
+  * Streams whose RecordDistributionStrategy is AUTO get no aggregates, nor do records without a partition key, records
+  * too big for an aggregate, and streams whose layout cannot be read yet: those go [[Alone]].
+  *
+  * User records keep their room under the writer's bound until their aggregate is confirmed.
+  */
+private[sparkkinesis] final class WriterAggregator(
+    sender: Sender,
+    metadata: StreamMetadata,
+    settings: AggregationSettings,
+    metrics: AggregationMetrics,
+    warnings: Warnings,
+    newThread: NewThread,
+    scheduler: Scheduler,
+    name: String
+) {
+
+  /** Layout reads after the first, and re-sends: off the writers' and the producer's callback threads. */
+  private val background = Executors.newSingleThreadExecutor(r => newThread(s"spark-kinesis-shard-map-$name", r))
+  private val pacing = new Pacing(scheduler, metrics, send)
+  private val layouts =
+    new StreamLayouts(metadata, settings, scheduler.clock, background, warnings, _.foreach(sealIfAny))
+  private val retries = new RetryPolicy(settings, scheduler, pacing, layouts, metrics, background, send, add)
+
+  /** Takes `p` into an aggregate, or sends it alone (see the class comment). Runs on the writer's thread; the first
+    * record of a stream reads its layout there.
+    */
+  def add(p: Pending): Unit = {
+    if (p.key == null) return sendAlone(p)
+    val s = layouts(p.stream)
+    val layout = s.layout
+    if (layout == null) return sendAlone(p)
+    layouts.recheckIfDue(s)
+    if (layout.auto) return sendAlone(p)
+    val i = layout.shards.indexOf(p.key)
+    val buffers = s.buffers
+    if (i < 0 || i >= buffers.length) { layouts.refreshLater(s); return sendAlone(p) }
+    val buffer = buffers(i)
+    if (!buffer.fitsAlone(p)) return sendAlone(p)
+    val done = new ArrayBuffer[Aggregate](1)
+    buffer.synchronized {
+      if (buffer.add(p, done)) {
+        val generation = buffer.generation
+        scheduler.after(settings.lingerMs * 1000000L)(() => lingerEnded(buffer, generation))
+      }
+      done.foreach(pacing.dispatch(buffer, _))
+    }
+  }
+
+  /** A buffer's oldest record waited its linger: every buffer of that stream holding records is sealed with it, so the
+    * daemon (collecting for at most 1 ms) sends them in one `PutRecords`, as the KPL sends all it holds once its oldest
+    * record's deadline passes. Sealed one by one, a wide stream at a low rate per shard would cost a request per shard
+    * and linger (docs/benchmarks.md, "Aggregation in the writer").
+    */
+  private def lingerEnded(buffer: ShardBuffer, generation: Long): Unit = if (buffer.generation == generation) {
+    pacing.sealLingered(buffer, b => b.generation == generation && !b.isEmpty)
+    val s = layouts.get(buffer.stream)
+    if (s != null) s.buffers.foreach(b => pacing.sealLingered(b, !_.isEmpty))
+  }
+
+  /** Seals and sends every buffer holding a record of `owner` (its commit waits for them). */
+  def flushFor(owner: RecordOwner): Unit =
+    layouts.foreach(s => s.buffers.foreach(b => pacing.sealAndSend(b, x => !x.isEmpty && x.holds(owner))))
+
+  def close(): Unit = {
+    scheduler.close()
+    background.shutdownNow()
+    layouts.close()
+  }
+
+  private def sealIfAny(b: ShardBuffer): Unit = pacing.sealAndSend(b, !_.isEmpty)
+
+  /** Hands `o` to the producer. An aggregate is sent under its buffer's lock, so a shard's aggregates reach the daemon
+    * in order.
+    */
+  private def send(o: Outgoing): Unit = {
+    val first = o.sending(scheduler.clock.nanoTime()) // before the put: its answer may come before the next line
+    val future =
+      try sender.put(o.stream, o.partitionKey, o.explicitHashKey, o.data)
+      catch {
+        case e: Throwable =>
+          Pending.complete(o.entries, Left(e))
+          return
+      }
+    if (first) o match {
+      case a: Aggregate => metrics.aggregateSent(a.records)
+      case _: Alone     =>
+    }
+    future.addListener(new Answer(future, o, retries), MoreExecutors.directExecutor())
+  }
+
+  private def sendAlone(p: Pending): Unit = send(new Alone(p))
+}
+
+/** The producer's answer for one Kinesis record, on its callback thread. */
+private final class Answer(future: ListenableFuture[UserRecordResult], o: Outgoing, retries: RetryPolicy)
+    extends Runnable {
+  def run(): Unit = {
+    val result =
+      try Right(Futures.getDone(future))
+      catch {
+        case e: ExecutionException => Left(e.getCause)
+        case e: Throwable          => Left(e)
+      }
+    retries.completed(o, result)
+  }
+}
