@@ -1,23 +1,21 @@
-"""Writes through both entry points in a Spark whose class path also holds a platform's jars; prints what ran.
+"""Writes through both entry points in a Spark whose class path also holds a platform's jars; says what ran.
 
-usage: classpath_probe.py CONFIG_JSON_FILE   (written by tests/test_classpath.py through helpers.run_probe)
-The config: ``jars`` (ours, spark.jars form), ``platform`` (jar paths), ``placement`` (``classpath``: the JVM's class
-path, where EMR and Glue put their SDK; ``jars``: spark.jars, ahead of
-ours; ``jars_after``: spark.jars, after ours), ``writer`` (KinesisWriter arguments),
-``input``/``checkpoint`` (local paths or s3a:// URLs), ``foreach_stream``, ``format_stream``, optional ``s3``
-(Hadoop settings for S3A) and ``other_kpl`` (a second KPL on the class path: drive it too).
-Prints LOCATIONS (where the SDK classes were loaded from), DAEMONS (the KPL daemons this JVM started: their
+Run through tests/probe.py (by tests/test_classpath.py). The config: ``jars`` (ours, spark.jars form), ``platform``
+(jar paths), ``placement`` (``classpath``: the JVM's class path, where EMR and Glue put their SDK; ``jars``: spark.jars,
+ahead of ours; ``jars_after``: spark.jars, after ours), ``writer`` (KinesisWriter arguments), ``input``/``checkpoint``
+(local paths or s3a:// URLs), ``foreach_stream``, ``format_stream``, optional ``s3`` (Hadoop settings for S3A) and
+``other_kpl`` (a second KPL on the class path: drive it too).
+Says LOCATIONS (where the SDK classes were loaded from), DAEMONS (the KPL daemons this JVM started: their
 executables), OTHER_KPL (what the other KPL's futures said) and DONE.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
+import probe
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import loopback_session_builder
@@ -73,7 +71,7 @@ def _drive_other_kpl(jvm: Any, cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    cfg = json.loads(Path(sys.argv[1]).read_text())
+    cfg = probe.config()
     platform = cfg["platform"]
     if cfg["placement"] == "jars":
         builder = loopback_session_builder("local[2]", "classpath-probe", ",".join([*platform, cfg["jars"]]))
@@ -93,7 +91,7 @@ def main() -> None:
         "platform_kpl": "software.amazon.kinesis.producer.KinesisProducer",
         "s3a": "org.apache.hadoop.fs.s3a.S3AFileSystem",
     }
-    print("LOCATIONS " + json.dumps({k: _location(jvm, v) for k, v in names.items()}), flush=True)
+    probe.say("LOCATIONS", {k: _location(jvm, v) for k, v in names.items()})
 
     rows = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(cfg["input"])
     records = rows.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
@@ -110,12 +108,12 @@ def main() -> None:
     batch = batch.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
     formatted = KinesisWriter(stream_name=cfg["format_stream"], **cfg["writer"])
     batch.write.format("kinesis").options(**formatted.options()).mode("append").save()
-    print("DAEMONS " + json.dumps(_daemons(int(jvm.java.lang.ProcessHandle.current().pid()))), flush=True)
+    probe.say("DAEMONS", _daemons(int(jvm.java.lang.ProcessHandle.current().pid())))
 
     if "other_kpl" in cfg:
-        print("OTHER_KPL " + json.dumps(_drive_other_kpl(jvm, cfg["other_kpl"])), flush=True)
+        probe.say("OTHER_KPL", _drive_other_kpl(jvm, cfg["other_kpl"]))
     spark.stop()
-    print("DONE", flush=True)
+    probe.done()
 
 
 if __name__ == "__main__":

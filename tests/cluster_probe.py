@@ -1,14 +1,12 @@
 """A query on local-cluster[2,1,1024] (two executor JVMs), run as its own process.
 
-usage: cluster_probe.py CONFIG_JSON (keys: input, checkpoint, stream, writer_options, jars, metrics_dir)
-Prints one JSON line: the writer's driver-side totals.
+Run through tests/probe.py. Config: input, checkpoint, stream, writer_options, jars, metrics_dir.
+Says TOTALS (the writer's driver-side totals), then holds its executors until the test releases it; then DONE.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-
+import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
@@ -16,7 +14,7 @@ from spark_kinesis_testkit.emulator import loopback_session_builder
 
 
 def main() -> None:
-    cfg = json.loads(sys.argv[1])
+    cfg = probe.config()
     spark = loopback_session_builder(
         "local-cluster[2,1,1024]", "cluster-probe", cfg["jars"], cfg["metrics_dir"]
     ).getOrCreate()
@@ -36,11 +34,13 @@ def main() -> None:
     )
     q.awaitTermination(600)
     if q.exception():
-        raise SystemExit(f"query failed: {q.exception()}")
-    print("PROBE " + json.dumps(writer.metrics()), flush=True)
+        probe.failed(str(q.exception()))
+        raise SystemExit(3)
+    probe.say("TOTALS", writer.metrics())
     # Keep the executors alive until the test has seen their metrics sinks report.
-    sys.stdin.readline()
+    probe.hold()
     spark.stop()
+    probe.done()
 
 
 if __name__ == "__main__":

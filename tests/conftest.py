@@ -18,8 +18,8 @@ import pytest
 # Before any JVM starts (the KPL daemon inherits its environment): no EC2 metadata probes.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 # Every JVM the tests start (Spark drivers, executors, probes, spark-submit) compiles with C1 only: most are
-# short-lived, and their JIT work was a large share of a run's CPU on two cores (measured: -28% wall on the
-# probe-heavy tests). Benchmarks and the demo do not run under pytest and keep the JVM's default.
+# short-lived, and the C2 compiler's work would not pay for itself before they exit, while it competes for the
+# cores the tests run on. Benchmarks and the demo do not run under pytest and keep the JVM's default.
 os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 ROOT = Path(__file__).resolve().parents[1]

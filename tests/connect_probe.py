@@ -1,30 +1,32 @@
 """A Spark Connect session (a real local Connect server, started in this process) writing to Kinesis.
 
-usage: connect_probe.py CONFIG_JSON
-  (keys: jars, input, writer_options, canaries, connect_version, runs: [{entry, stream, checkpoint}])
-Each run's `entry` is "foreach" (foreach(KinesisWriter(...)), which spark_kinesis turns into the kinesis sink
-under Connect) or "format" (format("kinesis") directly); the runs share one server. `canaries` are extra writer
-options (secrets the caller looks for in this process's output). Prints "DONE <json>" with each run's sink
-progress and every string a secret could leak into on the client's side (repr, progress, explain, status), and on
-Spark 4.1+ the error a real-time query (trigger(realTime=...)) with foreach(KinesisWriter) gets.
+Run through tests/probe.py. Config: jars, input, writer_options, canaries, connect_version, runs: [{entry, stream,
+checkpoint}]. Each run's `entry` is "foreach" (foreach(KinesisWriter(...)), which spark_kinesis turns into the kinesis
+sink under Connect) or "format" (format("kinesis") directly); the runs share one server. `canaries` are extra writer
+options (secrets the caller looks for in everything this probe writes). Says CMDLINES (every process's command line,
+read while the pooled KPL daemon lives: how many were read, how many are KPL daemons, the canaries found) and DONE
+with each run's sink progress and every string a secret could leak into on the client's side (repr, progress,
+explain, status), and on Spark 4.1+ the error a real-time query (trigger(realTime=...)) with foreach(KinesisWriter)
+gets.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import json
 import sys
 
+import probe
 import pyspark
 import spark_kinesis  # noqa: F401  (installs the foreach hook, for Connect too)
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit import procs
 
 
 def main() -> int:
-    cfg = json.loads(sys.argv[1])
+    cfg = probe.config()
     builder = SparkSession.builder.remote("local[2]")
     for key, value in {
         "spark.jars": cfg["jars"],
@@ -61,7 +63,7 @@ def main() -> int:
         q = sw.queryName(f"connect_probe_{run['entry']}").start()
         q.awaitTermination(300)
         if q.exception() is not None:
-            print("FAILED " + str(q.exception()).replace("\n", " | ")[:4000], flush=True)
+            probe.failed(str(q.exception()))
             return 3
         explained = io.StringIO()
         with contextlib.redirect_stdout(explained):
@@ -76,6 +78,9 @@ def main() -> int:
                 "repr": repr(writer),
             }
         )
+    # The pooled producer outlives its query: its daemon is running now.
+    seen, daemons, leaks = procs.secrets_on_command_lines(cfg.get("canaries") or {})
+    probe.say("CMDLINES", {"seen": seen, "daemons": daemons, "leaks": leaks})
     refused = None
     if tuple(int(x) for x in pyspark.__version__.split(".")[:2]) >= (4, 1):
         # Real-time mode: foreach(KinesisWriter) runs as format("kinesis") here, off Spark's real-time allowlist.
@@ -84,7 +89,7 @@ def main() -> int:
             df.writeStream.foreach(writer).outputMode("update").trigger(realTime="5 minutes").start().stop()
         except ValueError as e:
             refused = str(e)
-    print("DONE " + json.dumps({"runs": out, "real_time_refused": refused}), flush=True)
+    probe.done({"runs": out, "real_time_refused": refused})
     spark.stop()
     return 0
 

@@ -1,23 +1,20 @@
 """Writes through the writer once per credentials case, in one Spark JVM whose environment the test chose.
 
-usage: credentials_probe.py CONFIG_FILE (JSON; a file, so that no secret is on this process's command line)
-  jars, secrets ({name: value}: what no process's command line may carry), cases: a list of
-  {name, stream, options (KinesisWriter keywords), n, mode ("batch" | "stream"), input, checkpoint,
-   write_file ([path, text], written before the case runs)}
-Prints ``CASE <name> OK <seconds>`` or ``CASE <name> ERROR <seconds> <message>`` per case, and after each case
-``CMDLINE <name> <processes read> <KPL daemons> <leaked secret names>``: every process's /proc/<pid>/cmdline, read
-while the case's KPL daemon is alive (pooled producers outlive their query).
+Run through tests/probe.py. Config: jars, secrets ({name: value}: what no process's command line may carry), cases: a
+list of {name, stream, options (KinesisWriter keywords), n, mode ("batch" | "stream"), input, checkpoint, write_file
+([path, text], written before the case runs)}.
+Says CASE ({name, status: "OK" | "ERROR", seconds, message}) per case, and after each case CMDLINE ({name, seen,
+daemons, leaks}): every process's /proc/<pid>/cmdline, read while the case's KPL daemon is alive (pooled producers
+outlive their query): how many were read, how many are KPL daemons, the names of the secrets found. Then DONE.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import probe
 from helpers import payload  # this file's directory is first on sys.path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -54,16 +51,8 @@ def stream(spark: SparkSession, writer: KinesisWriter, n: int, case: dict[str, A
         q.stop()
 
 
-def say(*parts: object) -> None:
-    """One protocol line in one write of at most PIPE_BUF bytes: the Spark JVM writes its log lines into the same pipe,
-    and a line written in pieces can be split by one of them (seen: "CASE<a JVM WARN line> assume_role OK")."""
-    sys.stdout.flush()
-    line = " ".join(map(str, parts)).encode()[:4000].decode("utf-8", "ignore")  # no character cut in two
-    os.write(1, line.encode() + b"\n")
-
-
 def main() -> None:
-    cfg = json.loads(Path(sys.argv[1]).read_text())
+    cfg = probe.config()
     spark = loopback_session_builder("local[2]", "credentials-probe", cfg["jars"]).getOrCreate()
     for case in cfg["cases"]:
         if case.get("write_file"):
@@ -75,14 +64,15 @@ def main() -> None:
                 stream(spark, writer, case["n"], case)
             else:
                 batch(spark, writer, case["n"])
-            say("CASE", case["name"], "OK", f"{time.monotonic() - t0:.1f}")
+            status, message = "OK", ""
         except Exception as e:  # the message is what the test checks
-            message = " ".join(str(e).split())
-            say("CASE", case["name"], "ERROR", f"{time.monotonic() - t0:.1f}", message)
+            status, message = "ERROR", " ".join(str(e).split())
+        seconds = round(time.monotonic() - t0, 1)
+        probe.say("CASE", {"name": case["name"], "status": status, "seconds": seconds, "message": message})
         seen, daemons, leaks = procs.secrets_on_command_lines(cfg["secrets"])
-        say("CMDLINE", case["name"], seen, daemons, ",".join(leaks) or "-")
+        probe.say("CMDLINE", {"name": case["name"], "seen": seen, "daemons": daemons, "leaks": leaks})
     spark.stop()
-    say("DONE")
+    probe.done()
 
 
 if __name__ == "__main__":

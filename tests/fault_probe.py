@@ -1,18 +1,17 @@
 """A streaming query over ids 0..N-1 in its own process, for fault scenarios.
 
-usage: fault_probe.py CONFIG_JSON
-  keys: master, jars, input, checkpoint, stream, writer_options, fail_first_attempt_partitions (list),
-        entry ("foreach", default, or "format")
-Prints "BATCH <id>" as batches commit; in local mode, once, "INFLIGHT <n>" when records are in
-flight after the first commit; finally "DONE <json totals>" (exit 0) or "FAILED <message>" (exit 3).
+Run through tests/probe.py. Config: master, jars, input, checkpoint, stream, writer_options,
+fail_first_attempt_partitions (list), entry ("foreach", default, or "format").
+Says BATCH (its id) as batches commit; in local mode, once, INFLIGHT (records in flight) when records are in flight
+after the first commit; finally DONE (the totals) or FAILED (the query's exception; exit 3).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
+import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark import TaskContext
 from pyspark.sql import functions as F
@@ -21,7 +20,7 @@ from spark_kinesis_testkit.emulator import loopback_session_builder, producer_sn
 
 
 def main() -> int:
-    cfg = json.loads(sys.argv[1])
+    cfg = probe.config()
     spark = loopback_session_builder(cfg["master"], "fault-probe", cfg["jars"]).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = (
@@ -59,22 +58,22 @@ def main() -> int:
         p = q.lastProgress
         if p is not None and p["batchId"] > seen:
             seen = p["batchId"]
-            print(f"BATCH {seen}", flush=True)
+            probe.say("BATCH", seen)
         if local:
             outstanding = sum(p.in_flight_records for p in producer_snapshot(spark))
             max_outstanding = max(max_outstanding, outstanding)
             if seen >= 0 and outstanding > 0 and not inflight_told:
                 inflight_told = True  # a later batch is writing right now: a fault hits it mid-flight
-                print(f"INFLIGHT {outstanding}", flush=True)
+                probe.say("INFLIGHT", outstanding)
         time.sleep(0.05)
     if q.exception() is not None:
-        print("FAILED " + str(q.exception()).replace("\n", " | ")[:4000], flush=True)
+        probe.failed(str(q.exception()))
         return 3
     executors = spark._jsc.sc().statusStore().executorList(False)
     failed_tasks = sum(executors.apply(i).failedTasks() for i in range(executors.size()))
     sent = writer.metrics() if entry == "foreach" else {k: int(v) for k, v in q.lastProgress["sink"]["metrics"].items()}
     totals = {**sent, "maxOutstanding": max_outstanding, "failedTasks": failed_tasks}
-    print("DONE " + json.dumps(totals), flush=True)
+    probe.done(totals)
     spark.stop()
     return 0
 

@@ -35,11 +35,6 @@ def session_jars() -> str:
     return ",".join(jars)
 
 
-def probe_env() -> dict[str, str]:
-    """This process's environment for a probe process that starts its own Spark: no PYSPARK_*/SPARK_* settings."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
-
-
 def payload(i: int) -> bytes:
     """Unique, non-UTF-8, variable-length bytes that start with the id."""
     digest = hashlib.sha256(str(i).encode()).digest()
@@ -196,47 +191,9 @@ def sampled_while(probe: Callable[[], int], action: Callable[[], Any], every_s: 
     return samples
 
 
-#: A JVM log line as jvm_log_to_file writes it, and the loggers that are ours (the writer's, the KPL's).
+#: A JVM log line as a probe's JVM log has it (tests/probe.py), and the loggers that are ours (the writer's, the KPL's).
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d [\d:,.]+ (?P<level>[A-Z]+) (?P<logger>\S+): (?P<msg>.*)$")
 OURS = ("io.github.sparkkinesis",)  # the KPL's loggers too: its classes are relocated under it (docs/bundle.md)
-
-
-def jvm_log_to_file(tmp_path: Path, env: dict[str, str], level: str = "info") -> Path:
-    """Makes the Spark JVM that a probe started with ``env`` write every log line at ``level`` or above into a file
-    (a file appender: PySpark's shell filter holds only the console at WARN); returns the file's path."""
-    jvm_log = tmp_path / "jvm.log"
-    log4j = tmp_path / "log4j2.properties"
-    log4j.write_text(
-        f"rootLogger.level = {level}\nrootLogger.appenderRef.file.ref = file\n"
-        f"appender.file.type = File\nappender.file.name = file\nappender.file.fileName = {jvm_log}\n"
-        "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = %d %p %c: %m%n%ex\n"
-    )
-    env["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options -Dlog4j2.configurationFile={log4j.as_uri()} pyspark-shell"
-    return jvm_log
-
-
-def run_probe(script: str, cfg: dict[str, Any], tmp_path: Path, timeout_s: float) -> tuple[dict[str, str], str]:
-    """Runs ``tests/<script>`` on ``cfg`` (a JSON file: never on the probe's command line), its JVM logging at INFO
-    into a file; fails unless the probe printed DONE. Returns what it said (each line's first word to the rest of the
-    line) and the JVM log."""
-    import subprocess
-    import sys
-
-    config = tmp_path / "probe.json"
-    config.write_text(json.dumps(cfg))
-    env = probe_env()
-    jvm_log = jvm_log_to_file(tmp_path, env)
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / script), str(config)],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=env,
-    )
-    out = proc.stdout
-    log = jvm_log.read_text() if jvm_log.exists() else ""
-    assert proc.returncode == 0 and "DONE" in out, (out + proc.stderr)[-4000:] + log[-4000:]
-    return {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in out.splitlines() if " " in line}, log
 
 
 def assert_quiet_interruption(log: str, what: str) -> list[Any]:

@@ -1,14 +1,13 @@
 """Runs in a *separate* Python (a fresh venv, or spark-submit) to prove an install path works.
 
-usage: install_probe.py CONFIG_JSON   (keys: input, checkpoint, stream, writer_options, configure)
-Prints one JSON line: where spark_kinesis and the JVM writer class were loaded from.
+Run through tests/probe.py (its only import from tests/: a fresh venv has nothing else). Config: input, checkpoint,
+stream, writer_options, configure. Says DONE: where spark_kinesis and the JVM writer class were loaded from, and the
+query's exception (None if none).
 """
 
 from __future__ import annotations
 
-import json
-import sys
-
+import probe
 import spark_kinesis
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -20,7 +19,7 @@ def _location(java_class: object) -> str:
 
 
 def main() -> None:
-    cfg = json.loads(sys.argv[1])
+    cfg = probe.config()
     builder = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
     builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     if cfg["configure"]:
@@ -39,17 +38,13 @@ def main() -> None:
         .start()
     )
     q.awaitTermination(600)
-    print(
-        "PROBE "
-        + json.dumps(
-            {
-                "module": spark_kinesis.__file__,
-                "jvm_jar": str(spark._jvm.io.github.sparkkinesis.Probes.jarLocation()),
-                "kpl_jar": _location(spark._jvm.io.github.sparkkinesis.SparkLineCheck),
-                "exception": str(q.exception()) if q.exception() else None,
-            }
-        ),
-        flush=True,
+    probe.done(
+        {
+            "module": spark_kinesis.__file__,
+            "jvm_jar": str(spark._jvm.io.github.sparkkinesis.Probes.jarLocation()),
+            "kpl_jar": _location(spark._jvm.io.github.sparkkinesis.SparkLineCheck),
+            "exception": str(q.exception()) if q.exception() else None,
+        }
     )
     spark.stop()
 

@@ -1,26 +1,25 @@
 """Kafka -> real-time mode -> foreach(KinesisWriter): records arrive within the long batch, the bound holds, a stop
-mid-batch is quiet; prints what it saw.
+mid-batch is quiet; says what it saw.
 
-usage: realtime_probe.py CONFIG_FILE (JSON, keys: bootstrap, topic, partitions, stream, upstream, writer_options, jars,
-checkpoint, n)
+Run through tests/probe.py. Config: bootstrap, topic, partitions, stream, upstream, writer_options, jars, checkpoint,
+n.
 
 The query reads the topic with ``trigger(realTime=BATCH)``: one batch that outlasts the probe, so no task commits while
 it runs. Ids 0..n-1 are produced while it runs and must all be in Kinesis before its first batch ends. Then the probe's
 fault front delays every Kinesis response (the writer blocks on queue_limit), ids n..2n-1 are produced, the query is
 stopped mid-batch, and a new query from the checkpoint replays the uncommitted batch: every id again (at-least-once).
-Driver and executors share this JVM (local mode); its log goes to the file log4j2 is configured with.
+Says ARRIVED, BLOCKED, STOPPED, IDLE, EXCEPTION (the last query's, None if none), AFTER and DONE. Driver and executors
+share this JVM (local mode): its log is the JVM log the runner keeps.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import boto3
+import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from helpers import id_of, live_producer, payload
 from helpers import poll as poll_for
@@ -48,7 +47,7 @@ def records(ids: range) -> list[tuple[bytes, bytes]]:
 
 
 def main() -> None:
-    cfg = json.loads(Path(sys.argv[1]).read_text())
+    cfg = probe.config()
     n, stream = int(cfg["n"]), cfg["stream"]
     # A real-time batch runs one long task per Kafka partition at once: a slot each, and one to spare.
     spark = loopback_session_builder(f"local[{cfg['partitions'] + 1}]", "realtime-probe", cfg["jars"]).getOrCreate()
@@ -65,7 +64,7 @@ def main() -> None:
         for r in read_stream(client, stream):
             i = id_of(r.data)
             if r.data != payload(i):
-                raise SystemExit(f"FAILED record {i} came back altered")
+                raise AssertionError(f"record {i} came back altered")
             got.add(i)
         return got
 
@@ -95,7 +94,8 @@ def main() -> None:
         q = start()
         poll("the real-time batch to run", lambda: q.status["isTriggerActive"] or q.exception())
         if q.exception():
-            raise SystemExit(f"FAILED {q.exception()}")
+            probe.failed(str(q.exception()))
+            raise SystemExit(3)
 
         # In flight under the bound, sampled every 5 ms while the first ids go through.
         samples: list[int] = []
@@ -116,19 +116,16 @@ def main() -> None:
         sampling.set()
         sampler.join(10)
         # No batch has ended: the records went out without any commit.
-        print(
+        probe.say(
             "ARRIVED",
-            json.dumps(
-                {
-                    "seconds": round(took, 2),
-                    "batches_done": len(q.recentProgress),
-                    "active": q.isActive,
-                    "max_in_flight": max(samples),
-                    "samples": len(samples),
-                    "limit": limit,
-                }
-            ),
-            flush=True,
+            {
+                "seconds": round(took, 2),
+                "batches_done": len(q.recentProgress),
+                "active": q.isActive,
+                "max_in_flight": max(samples),
+                "samples": len(samples),
+                "limit": limit,
+            },
         )
 
         # Blocked: Kinesis answers slowly, the limit is full, tasks wait for room; then stopped mid-batch.
@@ -144,27 +141,27 @@ def main() -> None:
                 and p
             ),
         )
-        print("BLOCKED", json.dumps(blocked.__dict__), flush=True)
+        probe.say("BLOCKED", blocked.__dict__)
         q.stop()
-        print("STOPPED", json.dumps({"batches_done": len(q.recentProgress), "exception": str(q.exception())}))
+        probe.say("STOPPED", {"batches_done": len(q.recentProgress), "exception": str(q.exception())})
         front.add_latency(0)
         idle = poll(
             "reservations released and no user left",
             lambda: (p := live_producer(spark, stream)) and p.in_flight_records == 0 and p.users == 0 and p,
         )
-        print("IDLE", json.dumps(idle.__dict__), flush=True)
+        probe.say("IDLE", idle.__dict__)
 
         q = start()  # from the checkpoint: the uncommitted batch again, every id
         poll(f"ids 0..{2 * n - 1} in Kinesis", lambda: len(arrived() & set(range(2 * n))) == 2 * n, step_s=0.5)
         q.stop()
-        print("EXCEPTION", q.exception(), flush=True)
+        probe.say("EXCEPTION", str(q.exception()) if q.exception() is not None else None)
         after = poll(
             "an idle producer",
             lambda: (p := live_producer(spark, stream)) and p.in_flight_records == 0 and p.users == 0 and p,
         )
-        print("AFTER", json.dumps(after.__dict__), flush=True)
+        probe.say("AFTER", after.__dict__)
     spark.stop()
-    print("DONE", flush=True)
+    probe.done()
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
-"""Runs a real query with canary secrets and prints every string a secret could leak into.
+"""Runs a real query with canary secrets and says every string a secret could leak into.
 
-usage: secrets_probe.py CONFIG_FILE (JSON, keys: input, checkpoint, stream, writer_options, jars, canaries,
-sts_endpoint; a file, so that no canary is on this process's command line)
-Driver and executor share this JVM (local mode), so stderr carries both logs, at INFO.
+Run through tests/probe.py. Config: input, checkpoint, stream, writer_options, jars, canaries, entry, sts_endpoint.
+Says REPR (the writer's repr and str), EXCEPTION (the query's, None if none), CMDLINES (every process's command line,
+read while the query ran and once after it: the most KPL daemons seen at once, the canaries found), PROGRESS, EXPLAIN,
+STATUS, on ``format`` one SQL per SQL execution (as the UI's SQL tab shows it), one ERROR per error path taken
+({type, message}), NO_ERROR for one that did not fail, and DONE. Driver and executor share this JVM (local mode): its
+log, at INFO, is the JVM log the runner keeps.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
+import contextlib
+import io
 
+import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
@@ -18,8 +21,12 @@ from spark_kinesis_testkit import procs
 from spark_kinesis_testkit.emulator import loopback_session_builder
 
 
+def error(e: BaseException) -> None:
+    probe.say("ERROR", {"type": type(e).__name__, "message": str(e)})
+
+
 def main() -> None:
-    cfg = json.loads(Path(sys.argv[1]).read_text())
+    cfg = probe.config()
     canary = cfg["canaries"]
     spark = loopback_session_builder("local[2]", "secrets-probe", cfg["jars"]).getOrCreate()
     opts = dict(cfg["writer_options"])
@@ -27,7 +34,7 @@ def main() -> None:
         aws_access_key_id=canary["key"], aws_secret_access_key=canary["secret"], aws_session_token=canary["token"]
     )
     writer = KinesisWriter(stream_name=cfg["stream"], **opts)
-    print("REPR", repr(writer), str(writer))
+    probe.say("REPR", {"repr": repr(writer), "str": str(writer)})
     df = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(cfg["input"])
     df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
     entry = cfg.get("entry", "foreach")
@@ -44,13 +51,16 @@ def main() -> None:
         scans.append(procs.secrets_on_command_lines(canary))
         q.awaitTermination(0.1)
     q.awaitTermination(300)
-    print("EXCEPTION", q.exception())
+    probe.say("EXCEPTION", str(q.exception()) if q.exception() is not None else None)
     scans.append(procs.secrets_on_command_lines(canary))
     daemons, leaks = max(d for _, d, _ in scans), sorted({name for _, _, found in scans for name in found})
-    print("CMDLINES", daemons, ",".join(leaks) or "-")
-    print("PROGRESS", q.recentProgress)
-    q.explain(True)
-    print("STATUS", q.status)
+    probe.say("CMDLINES", {"daemons": daemons, "leaks": leaks})
+    probe.say("PROGRESS", [str(p) for p in q.recentProgress])
+    explained = io.StringIO()
+    with contextlib.redirect_stdout(explained):
+        q.explain(True)
+    probe.say("EXPLAIN", explained.getvalue())
+    probe.say("STATUS", str(q.status))
     if entry == "format":
         # A batch write too, then every SQL execution as the UI's SQL tab shows it (plans, descriptions, metrics).
         batch = spark.createDataFrame([(b"1:x", "k")], "data binary, partitionKey string")
@@ -59,7 +69,7 @@ def main() -> None:
         executions = store.executionsList()
         for i in range(executions.size()):
             e = executions.apply(i)
-            print("SQL", e.description(), e.details(), e.physicalPlanDescription(), e.metrics())
+            probe.say("SQL", [str(x) for x in (e.description(), e.details(), e.physicalPlanDescription(), e.metrics())])
 
     # Error paths that carry the options: a bad KPL value and bad assume-role input, both with secrets set.
     # ProxyPassword is refused outright: the KPL would put it on its daemon's command line.
@@ -72,7 +82,7 @@ def main() -> None:
             else:
                 df.writeStream.format("kinesis").options(**bad_writer.options()).start().awaitTermination(60)
         except Exception as e:
-            print("ERROR", type(e).__name__, e)
+            error(e)
     # Credentials that fail at the first task (STS unreachable, a missing profile), with secrets set.
     no_keys = {"aws_access_key_id": None, "aws_secret_access_key": None, "aws_session_token": None}
     for bad in (
@@ -88,14 +98,14 @@ def main() -> None:
             bad_writer = KinesisWriter(stream_name=cfg["stream"], **merged)
             batch = spark.createDataFrame([(b"1:x", "k")], "data binary, partitionKey string")
             batch.write.format("kinesis").options(**bad_writer.options()).mode("append").save()
-            print("NO ERROR for", sorted(bad))
+            probe.say("NO_ERROR", sorted(bad))
         except Exception as e:
-            print("ERROR", type(e).__name__, e)
+            error(e)
     try:
         KinesisWriter(stream_name="s", aws_secret_access_key=12345678)  # type: ignore[arg-type]
     except TypeError as e:
-        print("ERROR", e)
-    print("DONE", flush=True)
+        error(e)
+    probe.done()
     spark.stop()
 
 

@@ -1,7 +1,7 @@
-"""Stops one query again and again while another writes through the same pooled producer; prints what it saw.
+"""Stops one query again and again while another writes through the same pooled producer; says what it saw.
 
-usage: shared_stop_probe.py CONFIG_FILE (JSON, keys: upstream, writer_options, jars, entry, stops, seed, latency_ms,
-bystander_stream, victim_streams (stops + 1), victim_input, victim_checkpoint, bystander_input, bystander_checkpoint)
+Run through tests/probe.py. Config: upstream, writer_options, jars, entry, stops, seed, latency_ms, bystander_stream,
+victim_streams (stops + 1), victim_input, victim_checkpoint, bystander_input, bystander_checkpoint.
 Both queries route rows by a streamName column with the same options, so the executor's pool gives them one producer
 (one KPL daemon). A fault front in front of the emulator (``upstream``) delays every response by ``latency_ms``; each
 run of the victim writes to a stream of its own that the writer has not seen, so its tasks start by reading that
@@ -9,19 +9,17 @@ stream's map (one reads, the other waits for it), and records and aggregates are
 stopped ``stops`` times at random moments of its batches (``query.stop()`` interrupts its
 task threads wherever they are: writing, waiting on the bound, handing records to the KPL, committing) and restarted
 from its checkpoint; the bystander runs throughout. Then both finish their input without the delay.
-Prints STOP (one line per stop: what was in flight), BYSTANDER and VICTIM (each query's exception, None if none),
-PRODUCERS (the pool's live producers for the stream at the end) and DONE.
+Says STOP (one per stop: what was in flight), BYSTANDER and VICTIM (each query's exception, None if none), PRODUCERS
+(the pool's live producers at the end) and DONE. Its JVM's log is the one the runner keeps.
 """
 
 from __future__ import annotations
 
-import json
 import random
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
+import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from helpers import live_producer, poll
 from pyspark.sql import functions as F
@@ -40,7 +38,7 @@ def running_tasks(spark: Any, query: Any) -> int:
 
 
 def main() -> None:
-    cfg = json.loads(Path(sys.argv[1]).read_text())
+    cfg = probe.config()
     # Four task slots: the victim's two partitions and the bystander's run at once.
     spark = loopback_session_builder("local[4]", "shared-stop-probe", cfg["jars"]).getOrCreate()
     rng = random.Random(cfg["seed"])
@@ -71,9 +69,7 @@ def main() -> None:
             p = live_producer(spark, "perRowStreams")
             victim.stop()
             busy = bool(bystander.status["isTriggerActive"])
-            print(
-                "STOP", json.dumps({"i": i, "in_flight": p and p.in_flight_records, "bystander_busy": busy}), flush=True
-            )
+            probe.say("STOP", {"i": i, "in_flight": p and p.in_flight_records, "bystander_busy": busy})
         front.add_latency(0)
         victim = start("victim", cfg["victim_streams"][-1], 100)
         for q in (victim, bystander):
@@ -82,11 +78,11 @@ def main() -> None:
             except Exception:  # a failed query: its exception() says why, below
                 pass
             q.stop()
-        print("BYSTANDER", json.dumps(str(bystander.exception()) if bystander.exception() else None), flush=True)
-        print("VICTIM", json.dumps(str(victim.exception()) if victim.exception() else None), flush=True)
-        print("PRODUCERS", json.dumps([p.__dict__ for p in producer_snapshot(spark)]), flush=True)
+        probe.say("BYSTANDER", str(bystander.exception()) if bystander.exception() else None)
+        probe.say("VICTIM", str(victim.exception()) if victim.exception() else None)
+        probe.say("PRODUCERS", [p.__dict__ for p in producer_snapshot(spark)])
     spark.stop()
-    print("DONE", flush=True)
+    probe.done()
 
 
 if __name__ == "__main__":

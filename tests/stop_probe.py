@@ -1,19 +1,19 @@
-"""Interrupts a write task while the writer is blocked on queue_limit, then finishes the input; prints what it saw.
+"""Interrupts a write task while the writer is blocked on queue_limit, then finishes the input; says what it saw.
 
-usage: stop_probe.py CONFIG_FILE (JSON, keys: input, checkpoint, stream, upstream, writer_options, jars, entry, how)
+Run through tests/probe.py. Config: input, checkpoint, stream, upstream, writer_options, jars, entry, how.
 ``how``: "stop" (query.stop() mid-batch, then a new query from the checkpoint) or "kill" (SparkContext.killTaskAttempt
 on one running write task: Spark reschedules it in the same query). The probe owns a fault front in front of the
 emulator (``upstream``) that delays every response, so the writer blocks; the delay is lifted once the task is gone.
-Driver and executor share this JVM (local mode); its log goes to the file log4j2 is configured with.
+Says BLOCKED, then STOPPED (the stopped query's exception) or KILLED (the task), IDLE (after a stop), EXCEPTION (the
+last query's, None if none), AFTER (each a producer's sample) and DONE. Driver and executor share this JVM (local
+mode): its log is the JVM log the runner keeps.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
+import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from helpers import live_producer, poll
 from pyspark.sql import functions as F
@@ -36,7 +36,7 @@ def tasks(spark: Any) -> list[tuple[int, int, str]]:
 
 
 def main() -> None:
-    cfg = json.loads(Path(sys.argv[1]).read_text())
+    cfg = probe.config()
     spark = loopback_session_builder("local[2]", "stop-probe", cfg["jars"]).getOrCreate()
     with FaultFront(cfg["upstream"]) as front:
         opts = {**cfg["writer_options"], "endpoint": front.endpoint}
@@ -62,15 +62,15 @@ def main() -> None:
                 and p
             ),
         )
-        print("BLOCKED", json.dumps(blocked.__dict__), flush=True)
+        probe.say("BLOCKED", blocked.__dict__)
         if cfg["how"] == "stop":
             q.stop()
-            print("STOPPED", q.exception(), flush=True)
+            probe.say("STOPPED", str(q.exception()) if q.exception() is not None else None)
         else:
             task = poll("a running write task", lambda: [t for _, t, s in tasks(spark) if s == "RUNNING"])[0]
             spark.sparkContext._jsc.sc().killTaskAttempt(task, True, "stop_probe kills a blocked task")
             poll("the task to be killed", lambda: any(t == task and s == "KILLED" for _, t, s in tasks(spark)))
-            print("KILLED", task, flush=True)
+            probe.say("KILLED", task)
         front.add_latency(0)
         if cfg["how"] == "stop":
             # Every reservation released, the producer back in the pool with no user: what was in flight completes.
@@ -78,18 +78,18 @@ def main() -> None:
                 "reservations released and no user left",
                 lambda: (p := live_producer(spark, cfg["stream"])) and p.in_flight_records == 0 and p.users == 0 and p,
             )
-            print("IDLE", json.dumps(idle.__dict__), flush=True)
+            probe.say("IDLE", idle.__dict__)
             q = start()  # from the checkpoint: the interrupted batch again, then the rest
         q.processAllAvailable()
         q.stop()
-        print("EXCEPTION", q.exception(), flush=True)
+        probe.say("EXCEPTION", str(q.exception()) if q.exception() is not None else None)
         after = poll(
             "an idle producer",
             lambda: (p := live_producer(spark, cfg["stream"])) and p.in_flight_records == 0 and p.users == 0 and p,
         )
-        print("AFTER", json.dumps(after.__dict__), flush=True)
+        probe.say("AFTER", after.__dict__)
     spark.stop()
-    print("DONE", flush=True)
+    probe.done()
 
 
 if __name__ == "__main__":

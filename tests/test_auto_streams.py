@@ -18,10 +18,10 @@ from helpers import (
     payload,
     rows_for,
     run_available_now,
-    run_probe,
     session_jars,
     write_input,
 )
+from probe import run_probe
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream
@@ -112,9 +112,10 @@ def test_missing_describe_stream_summary_permission_is_a_warning_naming_it(kines
                 {"name": "denied", "stream": stream, "options": loopback_writer_options(front.endpoint), "n": 500}
             ],
         }
-        said, log = run_probe("credentials_probe.py", cfg, tmp_path, timeout_s=300)
-    assert said["CASE"].startswith("denied OK"), said
+        result = run_probe("credentials_probe.py", cfg, tmp_path, timeout_s=300)
+    case = result.said["CASE"]
+    assert (case["name"], case["status"]) == ("denied", "OK"), case
     d = account(range(500), read_stream(kinesis.client(), stream))
     assert d.missing == []
-    warnings = [line for line in log.splitlines() if " WARN " in line]
+    warnings = [line for line in result.jvm_log.splitlines() if " WARN " in line]
     assert any("kinesis:DescribeStreamSummary" in line for line in warnings), "\n".join(warnings[-20:])

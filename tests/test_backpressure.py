@@ -23,8 +23,8 @@ def _snapshot(spark):
 def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path, metrics_dir, entry):
     n = 1_000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
-    # Aggregation off: every user record is its own Kinesis record, which the emulator takes at
-    # well under 1,000/s, so Spark produces far faster than Kinesis accepts (10x the limit here).
+    # Aggregation off: every user record is its own Kinesis record, the emulator's slowest path, so
+    # Spark produces far faster than Kinesis accepts (10x the limit here).
     writer = KinesisWriter(
         stream_name=stream,
         queue_limit=QUEUE_LIMIT,

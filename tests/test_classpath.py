@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 import uuid
 import zipfile
@@ -21,7 +20,8 @@ from typing import Any
 
 import pyspark
 import pytest
-from helpers import LOG_LINE, OURS, ROOT, account, rows_for, run_probe, session_jars, write_input
+from helpers import LOG_LINE, OURS, ROOT, account, rows_for, session_jars, write_input
+from probe import run_probe
 from spark_kinesis_testkit.emulator import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, REGION, read_stream
 from spark_kinesis_testkit.sts import MotoSts
 
@@ -92,7 +92,7 @@ def _round_trip(
     other_kpl: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Runs the probe; checks both streams record by record, the daemons it started and the JVM log. Returns what
-    the probe said (its JSON lines, parsed) and its config."""
+    the probe said (each event's data by its name) and its config."""
     suffix = uuid.uuid4().hex[:6]
     streams = {"foreach_stream": f"cp-foreach-{suffix}", "format_stream": f"cp-format-{suffix}"}
     for s in streams.values():
@@ -122,8 +122,8 @@ def _round_trip(
             "secret": FAKE_SECRET_ACCESS_KEY,
             "n": 50,
         }
-    raw, log = run_probe("classpath_probe.py", cfg, tmp_path, timeout_s=420)
-    said = {k: json.loads(v) for k, v in raw.items() if k in ("LOCATIONS", "DAEMONS", "OTHER_KPL")}
+    result = run_probe("classpath_probe.py", cfg, tmp_path, timeout_s=420)
+    said, log = result.said, result.jvm_log
 
     client = kinesis.client()
     for stream in streams.values():

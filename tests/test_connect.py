@@ -5,15 +5,13 @@ process of its own; read back record by record."""
 from __future__ import annotations
 
 import fcntl
-import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pyspark
 import pytest
-from helpers import ENTRIES, account, payload, probe_env, rows_for, session_jars, write_input
+from helpers import ENTRIES, account, payload, rows_for, session_jars, write_input
+from probe import ProbeResult, run_probe
 from spark_kinesis.writer import _connect_class_or_none
 from spark_kinesis_testkit.emulator import read_stream
 
@@ -22,7 +20,8 @@ N = 2_000
 # pyspark 3.5's local server needs the spark-connect_2.12 plugin from Maven Central, which serves no 3.5.9 here
 # (3.5.0 and 3.5.4 it does): the 3.5.4 plugin runs in pyspark 3.5.9's JVM. pyspark 4 ships its own.
 CONNECT_PLUGIN_35 = "3.5.4"
-# Static keys the emulator accepts: none may show in anything the client or the server's log prints.
+# Static keys the emulator accepts: none may show in anything the client or the server's log prints, nor on any
+# process's command line.
 CANARIES = {
     "aws_access_key_id": "AKIACONNECTCANARY001",
     "aws_secret_access_key": "connect-canary-secret/02+zz",
@@ -35,23 +34,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def run_probe(cfg: dict) -> dict:
-    env = probe_env()
+def run_connect_probe(cfg: dict, tmp_path: Path) -> ProbeResult:
     # A local Connect server listens on Spark's port 15002, and make test's two legs run side by side from this
     # checkout: one probe at a time (a lock both legs see), or the second fails to bind.
     (ROOT / ".cache").mkdir(exist_ok=True)
     with open(ROOT / ".cache" / "connect-server.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        proc = subprocess.run(
-            [sys.executable, str(ROOT / "tests" / "connect_probe.py"), json.dumps(cfg)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=env,
-        )
-    last = next((x for x in reversed(proc.stdout.splitlines()) if x.startswith(("DONE", "FAILED"))), "")
-    assert last.startswith("DONE"), f"{last}\n{proc.stdout[-2000:]}\n{proc.stderr[-6000:]}"
-    return json.loads(last[5:]) | {"stdout": proc.stdout, "stderr": proc.stderr}
+        return run_probe("connect_probe.py", cfg, tmp_path, timeout_s=600)
 
 
 @pytest.mark.e2e
@@ -71,7 +60,8 @@ def test_connect_session_round_trips_without_leaking_secrets(kinesis, tmp_path):
         "connect_version": CONNECT_PLUGIN_35,
         "runs": [{"entry": e, "stream": streams[e], "checkpoint": str(tmp_path / f"ckpt-{e}")} for e in ENTRIES],
     }
-    out = run_probe(cfg)
+    result = run_connect_probe(cfg, tmp_path)
+    out = result.said["DONE"]
     for run in out["runs"]:
         d = account(range(N), read_stream(kinesis.client(), streams[run["entry"]]))
         assert d.missing == [] and d.duplicates == 0, f"{run['entry']}: {len(d.missing)} missing"
@@ -83,6 +73,10 @@ def test_connect_session_round_trips_without_leaking_secrets(kinesis, tmp_path):
     if tuple(int(x) for x in pyspark.__version__.split(".")[:2]) >= (4, 1):
         # Real-time mode has no allowlisted way to Kinesis from a Connect client: the error says where there is one.
         assert "classic session" in (out["real_time_refused"] or ""), out["real_time_refused"]
-    text = json.dumps(out)
+    text = result.text()  # its events (the client's surfaces), its output and the server's log
     leaks = sorted(k for k, v in CANARIES.items() if v in text)
     assert leaks == [], f"secrets in the client's progress, explain, status or repr, or the server's log: {leaks}"
+    # No canary on any process's command line (the probe's own included) while the pooled KPL daemon ran.
+    cmdlines = result.said["CMDLINES"]
+    assert cmdlines["daemons"] >= 1, f"no KPL daemon was running when the command lines were read: {cmdlines}"
+    assert cmdlines["leaks"] == [], f"secrets on a command line: {cmdlines['leaks']}"

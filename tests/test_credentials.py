@@ -10,19 +10,15 @@ in its environment.
 from __future__ import annotations
 
 import base64
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import account, payload, probe_env, session_jars, write_input
+from helpers import account, payload, session_jars, write_input
+from probe import Probe, ProbeResult, probe_env
 from spark_kinesis_testkit.emulator import REGION, free_port, loopback_writer_options, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.sts import MotoSts
 
-ROOT = Path(__file__).resolve().parents[1]
 ACCOUNT = "123456789012"
 N = 300
 N_ROTATION = 600
@@ -48,26 +44,9 @@ SECRETS = {
 }
 
 
-def _run(cfg: dict[str, Any], env: dict[str, str], path: Path) -> subprocess.Popen[str]:
-    path.write_text(json.dumps(cfg))  # a file: the probe's own command line would carry the secrets
-    return subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "credentials_probe.py"), str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-
-
-def _results(out: str) -> tuple[dict[str, tuple[str, float, str]], list[list[str]]]:
-    cases, scans = {}, []
-    for line in out.splitlines():
-        if line.startswith("CASE "):
-            _, name, status, secs, *msg = line.split(" ", 4)
-            cases[name] = (status, float(secs), msg[0] if msg else "")
-        elif line.startswith("CMDLINE "):
-            scans.append(line.split())
-    return cases, scans
+def _results(results: list[ProbeResult]) -> tuple[dict[str, tuple[str, float, str]], list[dict[str, Any]]]:
+    cases = {c["name"]: (c["status"], c["seconds"], c["message"]) for r in results for c in r.all("CASE")}
+    return cases, [scan for r in results for scan in r.all("CMDLINE")]
 
 
 @pytest.mark.localstack
@@ -75,7 +54,7 @@ def _results(out: str) -> tuple[dict[str, tuple[str, float, str]], list[list[str
 @pytest.mark.spark35_leg  # line-independent (the KPL and the SDK live in the bundle); that leg has idle time
 def test_every_credentials_source_end_to_end(kinesis, tmp_path):
     env_base = {k: v for k, v in probe_env().items() if not k.startswith("AWS_")}
-    env_base.update(PYTHONPATH=str(ROOT / "python"), AWS_EC2_METADATA_DISABLED="true", AWS_REGION=REGION)
+    env_base.update(AWS_EC2_METADATA_DISABLED="true", AWS_REGION=REGION)
     token_file = tmp_path / "web-identity-token"  # absent at first: the unreadable-token case runs before it exists
     creds_file = tmp_path / "credentials"
     creds_file.write_text(
@@ -150,15 +129,14 @@ def test_every_credentials_source_end_to_end(kinesis, tmp_path):
                 "AWS_SECRET_ACCESS_KEY": KEYS["env"][1],
             }
             common = {"jars": session_jars(), "secrets": SECRETS}
-            procs = [
-                _run({**common, "cases": irsa}, env_irsa, tmp_path / "irsa.json"),
-                _run({**common, "cases": [case("env", "env")]}, env_keys, tmp_path / "keys.json"),
+            # The secrets go in the probes' config files and environments: never on a command line.
+            probes = [
+                Probe("credentials_probe.py", {**common, "cases": irsa}, tmp_path, env=env_irsa),
+                Probe("credentials_probe.py", {**common, "cases": [case("env", "env")]}, tmp_path, env=env_keys),
             ]
-            outs = [p.communicate(timeout=600)[0] for p in procs]
-            out = "\n".join(outs)
-            (tmp_path / "probes.out").write_text(out)
-            cases, scans = _results(out)
-            assert all("DONE" in o for o in outs) and set(cases) >= set(good), out[-6000:]
+            results = [p.wait(600) for p in probes]
+            cases, scans = _results(results)
+            assert all(r.done for r in results) and set(cases) >= set(good), "\n".join(r.failure() for r in results)
             signers = {name: f.signers() for name, f in fronts.items()}
             reads = {name: read_stream(kinesis.client(), s) for name, s in streams.items()}
         finally:
@@ -204,7 +182,8 @@ def test_every_credentials_source_end_to_end(kinesis, tmp_path):
             assert needle in msg, f"{name}: {needle!r} not in {msg[:2000]}"
         assert secs < 10, f"{name} took {secs} s to fail"
     # No secret in any output, and none on any process's command line while the daemons ran.
+    out = "".join(r.text() for r in results)
     leaked = sorted(n for n, v in SECRETS.items() if v in out)
-    assert not leaked, f"secrets in the probes' output: {leaked}"
-    assert scans and all(s[4] == "-" for s in scans), [s for s in scans if s[4] != "-"]
-    assert max(int(s[3]) for s in scans) >= 2, "no KPL daemon was running when the command lines were read"
+    assert not leaked, f"secrets in the probes' output or their JVMs' logs: {leaked}"
+    assert scans and all(s["leaks"] == [] for s in scans), [s for s in scans if s["leaks"]]
+    assert max(s["daemons"] for s in scans) >= 2, "no KPL daemon was running when the command lines were read"

@@ -10,58 +10,25 @@ not touch the shared session.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from helpers import account, entries, probe_env, rows_for, session_jars, write_input
+from helpers import account, entries, rows_for, session_jars, write_input
+from probe import Event, Probe
 from spark_kinesis_testkit.emulator import FAKE_SECRET_ACCESS_KEY, read_stream
 from spark_kinesis_testkit.procs import DaemonWatch, find, kill, kpl_daemons, secrets_in
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT_DIR = ROOT / ".cache" / "reliability"
+TIMEOUT_S = 600
 
 
-class Probe:
-    """One fault_probe.py process; `on_line` sees every stdout line as it arrives."""
-
-    def __init__(self, cfg: dict[str, Any]) -> None:
-        env = probe_env()
-        env["PYTHONPATH"] = str(ROOT / "python")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "fault_probe.py"), json.dumps(cfg)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
-        self.lines: list[str] = []
-
-    def run(self, on_line: Callable[[str, Probe], None] | None = None, timeout_s: float = 600) -> str:
-        import threading
-
-        stderr: list[str] = []
-        t = threading.Thread(target=lambda: stderr.append(self.proc.stderr.read()), daemon=True)
-        t.start()
-        for line in self.proc.stdout:
-            line = line.rstrip("\n")
-            self.lines.append(line)
-            if on_line is not None:
-                on_line(line, self)
-        self.proc.wait(timeout_s)
-        t.join(10)
-        self.stderr = "".join(stderr)
-        return next((x for x in reversed(self.lines) if x.startswith(("DONE", "FAILED"))), "")
-
-    def kill_tree(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
+def fault_probe(cfg: dict[str, Any], tmp_path: Path) -> Probe:
+    """One fault_probe.py process (its own process group: a test may kill all of it)."""
+    return Probe("fault_probe.py", cfg, tmp_path)
 
 
 def scenario_cfg(kinesis: Any, stream: str, tmp_path: Path, **over: Any) -> dict[str, Any]:
@@ -94,26 +61,26 @@ def report(name: str, kinesis: Any, stream: str, n: int, extra: dict[str, Any] |
     return result
 
 
-def in_flight_after_first_batch_then(action: Callable[[Probe], None]) -> Callable[[str, Probe], None]:
-    """Runs ``action`` once records of a later batch are in flight (the probe's INFLIGHT line), so
+def in_flight_after_first_batch_then(action: Callable[[], None]) -> Callable[[Event], None]:
+    """Runs ``action`` once records of a later batch are in flight (the probe's INFLIGHT event), so
     the fault cannot land between batches or after the last one."""
 
-    def on_line(line: str, probe: Probe) -> None:
-        if line.startswith("INFLIGHT"):
-            action(probe)
+    def on_event(event: Event) -> None:
+        if event.name == "INFLIGHT":
+            action()
 
-    return on_line
+    return on_event
 
 
-def first_batch_then(action: Callable[[Probe], None]) -> Callable[[str, Probe], None]:
+def first_batch_then(action: Callable[[], None]) -> Callable[[Event], None]:
     done = []
 
-    def on_line(line: str, probe: Probe) -> None:
-        if line.startswith("BATCH") and not done:
+    def on_event(event: Event) -> None:
+        if event.name == "BATCH" and not done:
             done.append(True)
-            action(probe)
+            action()
 
-    return on_line
+    return on_event
 
 
 @pytest.mark.faults
@@ -124,17 +91,18 @@ def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path, entry):
     write_input(tmp_path / "in", rows_for(range(n)), files=4)
     killed: list[int] = []
 
-    def kill_daemon(probe: Probe) -> None:
+    probe = fault_probe(scenario_cfg(kinesis, stream, tmp_path, entry=entry), tmp_path)
+
+    def kill_daemon() -> None:
         pids = kpl_daemons(probe.proc.pid)
         assert pids, "no KPL daemon found under the probe"
         kill(pids)
         killed.extend(pids)
 
-    probe = Probe(scenario_cfg(kinesis, stream, tmp_path, entry=entry))
     with DaemonWatch(probe.proc.pid) as watch:
-        last = probe.run(in_flight_after_first_batch_then(kill_daemon))
-    assert last.startswith("DONE"), last + probe.stderr[-3000:]
-    assert killed, "the probe never had records in flight after its first batch" + probe.stderr[-3000:]
+        result = probe.wait(TIMEOUT_S, in_flight_after_first_batch_then(kill_daemon))
+    assert result.done, result.failure()
+    assert killed, "the probe never had records in flight after its first batch\n" + result.failure()
     # The KPL restarts a dead daemon in place, building its command line from the same configuration: neither that
     # one nor the fresh producers' daemons carry the secret key (hex-encoded, as the KPL passes it).
     after = [pid for pid in watch.command_lines if pid not in killed]
@@ -143,9 +111,9 @@ def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path, entry):
     leaked = [pid for pid, line in watch.command_lines.items() if secrets_in(line, secret)]
     assert not leaked, f"the secret key is on the command line of daemons {leaked} (killed: {killed})"
     print(f"\ndaemons seen: {len(watch.command_lines)}")
-    totals = json.loads(last[5:])
+    totals = result.said["DONE"]
     assert totals["failedTasks"] >= 1, (
-        "the dead daemon must fail the tasks using it (then they are retried)" + probe.stderr[-3000:]
+        "the dead daemon must fail the tasks using it (then they are retried)\n" + result.failure()
     )
     name = "kpl-daemon-sigkill" + ("" if entry == "foreach" else "-format")
     report(name, kinesis, stream, n, {"failed_tasks": totals["failedTasks"]})
@@ -156,11 +124,11 @@ def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path, entry):
 def test_task_fails_on_first_attempt(kinesis, stream, tmp_path):
     n = 2_000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
-    probe = Probe(scenario_cfg(kinesis, stream, tmp_path, fail_first_attempt_partitions=[0]))
-    last = probe.run()
-    assert last.startswith("DONE"), last + probe.stderr[-3000:]
-    assert "injected failure in partition 0" in probe.stderr, "the injected failure must really have happened"
-    totals = json.loads(last[5:])
+    probe = fault_probe(scenario_cfg(kinesis, stream, tmp_path, fail_first_attempt_partitions=[0]), tmp_path)
+    result = probe.wait(TIMEOUT_S)
+    assert result.done, result.failure()
+    assert "injected failure in partition 0" in result.logs, "the injected failure must really have happened"
+    totals = result.said["DONE"]
     assert totals["failedTasks"] >= 1
     r = report("task-fails-first-attempt", kinesis, stream, n, {"failed_tasks": totals["failedTasks"]})
     # Duplicates can only be rows a failed attempt wrote before failing (partition 0, first attempt).
@@ -174,15 +142,16 @@ def test_executor_killed_in_local_cluster(kinesis, stream, tmp_path):
     write_input(tmp_path / "in", rows_for(range(n)), files=4)
     killed: list[int] = []
 
-    def kill_executor(probe: Probe) -> None:
+    probe = fault_probe(scenario_cfg(kinesis, stream, tmp_path, master="local-cluster[2,1,1024]"), tmp_path)
+
+    def kill_executor() -> None:
         pids = find(probe.proc.pid, "CoarseGrainedExecutorBackend")
         assert len(pids) == 2, pids
         kill(pids[:1])
         killed.append(pids[0])
 
-    probe = Probe(scenario_cfg(kinesis, stream, tmp_path, master="local-cluster[2,1,1024]"))
-    last = probe.run(first_batch_then(kill_executor))
-    assert last.startswith("DONE"), last + probe.stderr[-3000:]
+    result = probe.wait(TIMEOUT_S, first_batch_then(kill_executor))
+    assert result.done, result.failure()
     assert killed
     report("executor-killed", kinesis, stream, n)
 
@@ -192,13 +161,12 @@ def test_executor_killed_in_local_cluster(kinesis, stream, tmp_path):
 def test_driver_killed_then_restarted_from_checkpoint(kinesis, stream, tmp_path):
     n = 3_000
     write_input(tmp_path / "in", rows_for(range(n)), files=6)
-    first = Probe(scenario_cfg(kinesis, stream, tmp_path))
-    last = first.run(first_batch_then(lambda p: p.kill_tree()))
-    assert not last, "the first driver was killed before finishing"
-    assert first.proc.returncode != 0
-    second = Probe(scenario_cfg(kinesis, stream, tmp_path))
-    last = second.run()
-    assert last.startswith("DONE"), last + second.stderr[-3000:]
+    first = fault_probe(scenario_cfg(kinesis, stream, tmp_path), tmp_path)
+    killed = first.wait(TIMEOUT_S, first_batch_then(first.kill_tree))
+    assert killed.final is None, "the first driver was killed before finishing"
+    assert killed.returncode != 0
+    result = fault_probe(scenario_cfg(kinesis, stream, tmp_path), tmp_path).wait(TIMEOUT_S)
+    assert result.done, result.failure()
     report("driver-killed", kinesis, stream, n)
 
 
@@ -218,9 +186,9 @@ def via_front(kinesis: Any, front: Any, **kpl: Any) -> dict[str, Any]:
 @pytest.mark.faults
 @pytest.mark.e2e
 def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
-    # 4 shards at 64 KiB/s each (a scaled-down Kinesis: the emulator itself ingests ~1 MB/s; a
+    # 4 shards at 64 KiB/s each (a scaled-down Kinesis, well below what the emulator itself ingests; a
     # shard's second must still hold one KPL aggregate, up to 50 KiB, as 1 MiB/s holds any record),
-    # and ~1.2 MB produced in about a second: ~5x the stream's capacity.
+    # and 8,000 records of ~150 B (~1.2 MB) produced as fast as Spark can: seconds of the stream's capacity.
     n = 8_000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
     front.enforce_shard_limits(bytes_per_s=64 * 1024, records_per_s=100)
@@ -228,10 +196,9 @@ def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
     cfg = scenario_cfg(
         kinesis, stream, tmp_path, writer_options={**via_front(kinesis, front), "queue_limit": queue_limit}
     )
-    probe = Probe(cfg)
-    last = probe.run()
-    assert last.startswith("DONE"), last + probe.stderr[-3000:]
-    totals = json.loads(last[5:])
+    result = fault_probe(cfg, tmp_path).wait(TIMEOUT_S)
+    assert result.done, result.failure()
+    totals = result.said["DONE"]
     stats = front.stats()
     assert stats["throttled_records"] > 0, "the shard limits must really have throttled"
     assert totals["recordsFailed"] == 0, "no record may expire or fail"
@@ -256,7 +223,7 @@ def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
     # Kinesis records fail one by one: both phases are certain to happen, whatever the timing.
     front.fail_requests(1.0, mode="http500")
     cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=via_front(kinesis, front))
-    probe = Probe(cfg)
+    probe = fault_probe(cfg, tmp_path)
 
     def switch_after_three_500s() -> None:
         while probe.proc.poll() is None:
@@ -267,9 +234,9 @@ def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
 
     watcher = threading.Thread(target=switch_after_three_500s, daemon=True)
     watcher.start()
-    last = probe.run()
+    result = probe.wait(TIMEOUT_S)
     watcher.join(10)
-    assert last.startswith("DONE"), last + probe.stderr[-3000:]
+    assert result.done, result.failure()
     stats = front.stats()
     assert stats["http500"] > 0 and stats["failed_records"] > 0, stats
     report(
@@ -288,9 +255,8 @@ def test_outage_shorter_than_record_ttl_is_ridden_through(kinesis, stream, tmp_p
     n = 3_000
     write_input(tmp_path / "in", rows_for(range(n)), files=6)
     cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=via_front(kinesis, front, RecordTtl=60_000))
-    probe = Probe(cfg)
-    last = probe.run(first_batch_then(lambda p: front.outage(4, mode="refuse")))
-    assert last.startswith("DONE"), last + probe.stderr[-3000:]
+    result = fault_probe(cfg, tmp_path).wait(TIMEOUT_S, first_batch_then(lambda: front.outage(4, mode="refuse")))
+    assert result.done, result.failure()
     assert front.stats()["refused_periods"] >= 1
     report("outage-shorter-than-ttl", kinesis, stream, n)
 
@@ -303,12 +269,12 @@ def test_outage_longer_than_record_ttl_fails_then_restart_completes(kinesis, str
     write_input(tmp_path / "in", rows_for(range(n)), files=6)
     opts = via_front(kinesis, front, RecordTtl=4_000, RequestTimeout=2_000, ConnectTimeout=1_000)
     # No task retries (local[2]): each attempt would only wait out RecordTtl again behind the same outage.
-    first = Probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts, master="local[2]"))
-    last = first.run(first_batch_then(lambda p: front.outage(300, mode="refuse")))
+    first = fault_probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts, master="local[2]"), tmp_path)
+    failed = first.wait(TIMEOUT_S, first_batch_then(lambda: front.outage(300, mode="refuse")))
     front.end_outage()
-    assert last.startswith("FAILED"), last
-    assert f"stream {stream}" in last and front.endpoint in last, last
-    second = Probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts))
-    last = second.run()
-    assert last.startswith("DONE"), last + second.stderr[-3000:]
+    assert failed.final is not None and failed.final.name == "FAILED", failed.failure()
+    message = failed.final.data
+    assert f"stream {stream}" in message and front.endpoint in message, message
+    result = fault_probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts), tmp_path).wait(TIMEOUT_S)
+    assert result.done, result.failure()
     report("outage-longer-than-ttl-then-restart", kinesis, stream, n)

@@ -14,30 +14,21 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import spark_kinesis
 from helpers import account, payload, rows_for, write_input
+from probe import run_probe
 from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 500
 
 
-def _run_probe(cmd: list[str], cfg: dict, env: dict, cwd: Path) -> dict:
-    proc = subprocess.run(
-        [*cmd, str(ROOT / "tests" / "install_probe.py"), json.dumps(cfg)],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("PROBE ")]
-    assert proc.returncode == 0 and lines, (
-        f"probe failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-    )
-    result = json.loads(lines[-1][len("PROBE ") :])
+def _run_probe(launcher: list[str], cfg: dict, env: dict, cwd: Path) -> dict[str, Any]:
+    said = run_probe("install_probe.py", cfg, cwd, timeout_s=900, env=env, launcher=launcher, cwd=cwd).said
+    result: dict[str, Any] = said["DONE"]
     assert result["exception"] is None, result["exception"]
     return result
 

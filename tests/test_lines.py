@@ -7,17 +7,15 @@ and the artifact to use instead, before any query starts.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import spark_kinesis
+from probe import run_probe
 from spark_kinesis._facts import lines
 from spark_kinesis._jar import coordinates, installed_spark, maven_version
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_maven_version_follows_pep440_dev_releases() -> None:
@@ -75,18 +73,11 @@ def _wrong_classpaths() -> list[tuple[str, list[str]]]:
 @pytest.mark.e2e
 @pytest.mark.every_line
 @pytest.mark.parametrize(("case", "jars"), _wrong_classpaths(), ids=[c for c, _ in _wrong_classpaths()])
-def test_a_jar_for_another_line_fails_on_the_driver_naming_the_fix(case: str, jars: list[str]) -> None:
+def test_a_jar_for_another_line_fails_on_the_driver_naming_the_fix(case: str, jars: list[str], tmp_path: Path) -> None:
     bundled = Path(spark_kinesis.__file__).parent / "jars"
     spark, scala = installed_spark()
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "line_probe.py"), ",".join(str(bundled / j) for j in jars)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("LINE_PROBE ")]
-    assert proc.returncode == 0 and lines, f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-    result = json.loads(lines[-1][len("LINE_PROBE ") :])
+    cfg = {"jars": ",".join(str(bundled / j) for j in jars)}
+    result = run_probe("line_probe.py", cfg, tmp_path, timeout_s=300).said["DONE"]
     assert result["error"] == "RuntimeError", result
     message = result["message"]
     assert f"runs Spark {spark} with Scala {scala}" in message, message

@@ -3,15 +3,13 @@ driver-side totals (accumulators, `writer.metrics()`) add up to what was read ba
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
-from helpers import account, payload, probe_env, rows_for, run_available_now, session_jars, wait_for, write_input
+from helpers import account, payload, rows_for, run_available_now, session_jars, wait_for, write_input
+from probe import Probe
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
 
@@ -97,28 +95,15 @@ def test_local_cluster_executors_report_and_totals_add_up(kinesis, stream, tmp_p
         "jars": session_jars(),
         "metrics_dir": str(metrics_dir),
     }
-    env = probe_env()
-    env["PYTHONPATH"] = str(ROOT / "python")
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "cluster_probe.py"), json.dumps(cfg)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    probe = Probe("cluster_probe.py", cfg, tmp_path)
     try:
-        line = ""
-        while not line.startswith("PROBE "):
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
-                raise AssertionError(f"probe exited {proc.returncode}: {proc.stderr.read()[-5000:]}")
-        totals = json.loads(line[len("PROBE ") :])
+        totals = probe.next("TOTALS", timeout_s=600)  # AssertionError with its logs if it ends without them
         # Each executor JVM (ids 0 and 1; the driver is "driver") has its own source and sink.
         wait_for(lambda: csv_total(metrics_dir, stream, "recordsSent") == n, 60, "executors' recordsSent to sum to n")
         per_executor = csv_last(metrics_dir, stream, "recordsSent")
     finally:
-        proc.communicate("\n", timeout=120)
+        probe.release()
+        probe.wait(120)
     assert set(per_executor) == {"0", "1"}, per_executor
     assert all(v > 0 for v in per_executor.values()), per_executor
     assert totals["recordsSent"] == sum(per_executor.values()) == n

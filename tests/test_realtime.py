@@ -9,11 +9,11 @@ once its records are confirmed, as a micro-batch's does.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from helpers import assert_quiet_interruption, attach, entries, payload, run_probe, session_jars, wait_for
+from helpers import assert_quiet_interruption, attach, entries, payload, session_jars, wait_for
+from probe import run_probe
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
 
@@ -54,20 +54,21 @@ def test_kafka_to_kinesis_in_real_time_mode(kinesis, kafka, stream, tmp_path):
         "checkpoint": str(tmp_path / "ckpt"),
         "n": N,
     }
-    said, log = run_probe("realtime_probe.py", cfg, tmp_path, timeout_s=400)
+    result = run_probe("realtime_probe.py", cfg, tmp_path, timeout_s=400)
+    said, log = result.said, result.jvm_log
 
-    arrived = json.loads(said["ARRIVED"])
+    arrived = said["ARRIVED"]
     # Sent without any commit: the first (10-minute) batch had not ended when the last id was in Kinesis.
     assert arrived["batches_done"] == 0 and arrived["active"], arrived
     assert 0 < arrived["max_in_flight"] <= QUEUE_LIMIT, arrived
-    blocked = json.loads(said["BLOCKED"])
+    blocked = said["BLOCKED"]
     assert blocked["in_flight_records"] == QUEUE_LIMIT and blocked["backpressure_cycles"] > 0, blocked
-    stopped = json.loads(said["STOPPED"])
+    stopped = said["STOPPED"]
     assert stopped == {"batches_done": 0, "exception": "None"}, stopped  # stopped mid-batch, no failure
-    idle = json.loads(said["IDLE"])
+    idle = said["IDLE"]
     assert idle["in_flight_records"] == 0 and idle["users"] == 0, idle
-    assert said["EXCEPTION"] == "None"
-    after = json.loads(said["AFTER"])
+    assert said["EXCEPTION"] is None, said["EXCEPTION"]
+    after = said["AFTER"]
     assert after["in_flight_records"] == 0 and after["users"] == 0 and after["records_failed"] == 0, after
 
     assert_quiet_interruption(log, "the query was stopped")

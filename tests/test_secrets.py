@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from helpers import entries, jvm_log_to_file, probe_env, rows_for, session_jars, write_input
+from helpers import entries, rows_for, session_jars, write_input
+from probe import run_probe
 from spark_kinesis_testkit.emulator import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
 CANARIES = {
     "key": "AKIACANARY0000LEAK01",
     "secret": "canary-secret-Leak/02+zz",
@@ -36,38 +31,32 @@ def test_no_secret_in_any_output(kinesis, stream, tmp_path, entry):
         "entry": entry,
         "sts_endpoint": f"http://127.0.0.1:{free_port()}",  # nothing listens: assume-role fails at the first task
     }
-    config = tmp_path / "probe.json"
-    config.write_text(json.dumps(cfg))  # a file: the probe's own command line must not carry the canaries
-    env = probe_env()
-    env["PYTHONPATH"] = str(ROOT / "python")
-    # Every JVM log line at INFO into a file. Driver and executor share this JVM in local mode.
-    jvm_log = jvm_log_to_file(tmp_path, env)
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "secrets_probe.py"), str(config)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0 and "DONE" in proc.stdout, out[-5000:]
-    out += jvm_log.read_text()
+    # The canaries go in the probe's config file: its own command line must not carry them.
+    result = run_probe("secrets_probe.py", cfg, tmp_path, timeout_s=600)
+    said = result.said
+    # Everything the probe wrote: its events (repr, progress, plans, status, errors), its output, and every JVM log
+    # line at INFO (driver and executor share its JVM in local mode).
+    out = result.text()
     # The probe really exercised what it claims: repr, a finished query, INFO logs, the error paths.
-    assert "REPR KinesisWriter(" in out and "<redacted>" in out
-    assert "EXCEPTION None" in out
-    assert "Started KPL producer" in out, "INFO logs of the writer were not captured"
+    assert said["REPR"]["repr"].startswith("KinesisWriter(") and "<redacted>" in said["REPR"]["repr"], said["REPR"]
+    assert said["EXCEPTION"] is None, said["EXCEPTION"]
+    assert "Started KPL producer" in result.jvm_log, "INFO logs of the writer were not captured"
     if entry == "foreach":
         assert "KinesisWriter(" + stream in out, "the plan/progress description names the writer"
     else:
-        assert "kinesis:" + stream in out and "SQL " in out, "the progress and the SQL tab name the sink"
-    assert out.count("ERROR ") >= 6 and "NO ERROR" not in out and "kpl.ProxyPassword is refused" in out
+        assert "kinesis:" + stream in out and result.all("SQL"), "the progress and the SQL tab name the sink"
+    errors = "\n".join(e["message"] for e in result.all("ERROR"))
+    assert len(result.all("ERROR")) >= 6 and "NO_ERROR" not in said and "kpl.ProxyPassword is refused" in errors, (
+        result.all("ERROR"),
+        result.all("NO_ERROR"),
+    )
     # The credential errors of the first task name their source (redacted) and the fix.
-    assert "No AWS credentials for the KPL from AssumeRole(roleArn=arn:aws:iam::1:role/w" in out
-    assert "No AWS credentials for the KPL from Profile(no-such-profile)" in out
+    assert "No AWS credentials for the KPL from AssumeRole(roleArn=arn:aws:iam::1:role/w" in errors
+    assert "No AWS credentials for the KPL from Profile(no-such-profile)" in errors
     # No canary on any process's command line (the KPL daemon's carries only its configuration), in clear or hex.
-    scans = [line.split() for line in proc.stdout.splitlines() if line.startswith("CMDLINES ")]
-    assert scans and int(scans[0][1]) >= 1, "no KPL daemon was running when the command lines were read"
-    assert scans[0][2] == "-", f"secrets on a command line: {scans[0][2]}"
+    cmdlines = said["CMDLINES"]
+    assert cmdlines["daemons"] >= 1, "no KPL daemon was running when the command lines were read"
+    assert cmdlines["leaks"] == [], f"secrets on a command line: {cmdlines['leaks']}"
     # The KPL daemon logs at warning here: its start-up must not reach for EC2 instance metadata.
     assert "169.254.169.254" not in out and "EC2MetadataClient" not in out, "the KPL daemon probed EC2 metadata"
     leaks = {name: value for name, value in CANARIES.items() if value in out}

@@ -19,7 +19,6 @@ off-local), and a lost speculative race is a killed task, which ``kill`` covers.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -31,10 +30,10 @@ from helpers import (
     id_of,
     payload,
     rows_for,
-    run_probe,
     session_jars,
     write_input,
 )
+from probe import run_probe
 from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,15 +66,16 @@ def test_interrupted_while_blocked(kinesis, stream, tmp_path, how, entry):
         "entry": entry,
         "how": how,
     }
-    said, log = run_probe("stop_probe.py", cfg, tmp_path, timeout_s=300)
+    result = run_probe("stop_probe.py", cfg, tmp_path, timeout_s=300)
+    said, log = result.said, result.jvm_log
 
-    blocked = json.loads(said["BLOCKED"])
+    blocked = said["BLOCKED"]
     assert blocked["in_flight_records"] == QUEUE_LIMIT and blocked["backpressure_cycles"] > 0, blocked
     if how == "stop":
-        idle = json.loads(said["IDLE"])  # after stop(), before the restart
+        idle = said["IDLE"]  # after stop(), before the restart
         assert idle["in_flight_records"] == 0 and idle["users"] == 0, idle
-    assert said["EXCEPTION"] == "None"
-    after = json.loads(said["AFTER"])
+    assert said["EXCEPTION"] is None, said["EXCEPTION"]
+    after = said["AFTER"]
     assert after["in_flight_records"] == 0 and after["users"] == 0 and after["records_failed"] == 0, after
 
     lines = assert_quiet_interruption(log, "the task was interrupted")
@@ -139,10 +139,11 @@ def test_stopping_one_query_never_fails_another_on_the_same_daemon(kinesis, tmp_
         **{f"{q}_input": str(tmp_path / q) for q in ("victim", "bystander")},
         **{f"{q}_checkpoint": str(tmp_path / f"{q}-ckpt") for q in ("victim", "bystander")},
     }
-    said, log = run_probe("shared_stop_probe.py", cfg, tmp_path, timeout_s=600)
+    result = run_probe("shared_stop_probe.py", cfg, tmp_path, timeout_s=600)
+    said, log = result.said, result.jvm_log
 
-    assert json.loads(said["BYSTANDER"]) is None, said["BYSTANDER"]
-    assert json.loads(said["VICTIM"]) is None, said["VICTIM"]
+    assert said["BYSTANDER"] is None, said["BYSTANDER"]
+    assert said["VICTIM"] is None, said["VICTIM"]
     lines = [m for m in map(LOG_LINE.match, log.splitlines()) if m]
     started = [m["msg"] for m in lines if m["msg"].startswith("Started KPL producer #")]
     retired = [m["msg"] for m in lines if re.match(r"Closing KPL producer #\d+ \(broken\)", m["msg"])]

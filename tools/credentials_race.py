@@ -12,7 +12,6 @@ is a soak, minutes long.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,7 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
-from helpers import probe_env, session_jars
+from helpers import session_jars
+from probe import Probe
 from spark_kinesis_testkit.emulator import FAKE_ACCESS_KEY_ID, KinesisMock, loopback_writer_options
 from spark_kinesis_testkit.faults import FaultFront
 
@@ -51,20 +51,14 @@ def main() -> int:
             cases.append(
                 {"name": f"d{i}", "stream": f"race-{i}", "options": loopback_writer_options(front.endpoint), "n": 50}
             )
-        (tmp / "cfg.json").write_text(json.dumps({"jars": session_jars(), "secrets": {}, "cases": cases}))
         loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
         try:
-            out = subprocess.run(
-                [sys.executable, str(ROOT / "tests" / "credentials_probe.py"), str(tmp / "cfg.json")],
-                env={**probe_env(), "PYTHONPATH": str(ROOT / "python")},
-                capture_output=True,
-                text=True,
-                timeout=3600,
-            ).stdout
+            cfg = {"jars": session_jars(), "secrets": {}, "cases": cases}
+            result = Probe("credentials_probe.py", cfg, tmp).wait(3600)
         finally:
             for p in loops:
                 p.kill()
-        ok = sum(1 for line in out.splitlines() if line.startswith("CASE ") and " OK " in line)
+        ok = sum(1 for case in result.all("CASE") if case["status"] == "OK")
         print(f"daemons: {ok} of {daemons} wrote their records; signers: {front.signers()}")
     bad = [i for i, r in enumerate(requests) if r[2]]
     for i in bad:
