@@ -1,15 +1,19 @@
 """A streaming query over ids 0..N-1 in its own process, for fault scenarios.
 
 Run through tests/probe.py. Config: master, jars, input, checkpoint, stream, writer_options,
-fail_first_attempt_partitions (list), entry ("foreach", default, or "format").
-Says BATCH (its id) as batches commit; in local mode, once, INFLIGHT (records in flight) when records are in flight
-after the first commit; finally DONE (the totals) or FAILED (the query's exception; exit 3).
+fail_first_attempt_partitions (list), entry ("foreach", default, or "format"), and optionally upstream and latency_ms
+(the writer then reaches Kinesis through a fault front that delays every request by latency_ms).
+Says BATCH (its id) as batches commit; in local mode, once, INFLIGHT (the KPL's outstanding count) when records of a
+later batch are inside the KPL daemon (the KPL's own count, not the writer's: the writer holds records in its shard
+buffers before the daemon gets them); finally DONE (the totals) or FAILED (the query's exception; exit 3).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
+from typing import Any
 
 import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
@@ -17,10 +21,20 @@ from pyspark import TaskContext
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import loopback_session_builder, producer_snapshot
+from spark_kinesis_testkit.faults import FaultFront
 
 
 def main() -> int:
     cfg = probe.config()
+    with contextlib.ExitStack() as stack:
+        if cfg.get("latency_ms"):
+            front = stack.enter_context(FaultFront(cfg["upstream"]))
+            front.add_latency(cfg["latency_ms"])
+            cfg["writer_options"] = {**cfg["writer_options"], "endpoint": front.endpoint}
+        return run(cfg)
+
+
+def run(cfg: dict[str, Any]) -> int:
     spark = loopback_session_builder(cfg["master"], "fault-probe", cfg["jars"]).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = (
@@ -60,11 +74,13 @@ def main() -> int:
             seen = p["batchId"]
             probe.say("BATCH", seen)
         if local:
-            outstanding = sum(p.in_flight_records for p in producer_snapshot(spark))
+            live = producer_snapshot(spark)
+            outstanding = sum(p.in_flight_records for p in live)
             max_outstanding = max(max_outstanding, outstanding)
-            if seen >= 0 and outstanding > 0 and not inflight_told:
-                inflight_told = True  # a later batch is writing right now: a fault hits it mid-flight
-                probe.say("INFLIGHT", outstanding)
+            in_daemon = sum(p.outstanding_records for p in live)
+            if seen >= 0 and in_daemon > 0 and not inflight_told:
+                inflight_told = True  # a later batch is inside the daemon right now: a fault hits it mid-flight
+                probe.say("INFLIGHT", in_daemon)
         time.sleep(0.05)
     if q.exception() is not None:
         probe.failed(str(q.exception()))

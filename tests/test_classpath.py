@@ -172,6 +172,7 @@ def test_round_trip_beside_a_platform_sdk(kinesis: Any, tmp_path: Path, jar: str
     assert locations[platform_class] is not None and locations[platform_class].endswith(jar), locations
 
 
+@pytest.mark.spark35_leg  # line-independent: the KPL bundle's relocation and its daemon's path, on either line
 @pytest.mark.parametrize("placement", ["classpath", "jars", "jars_after"])
 def test_another_kpl_starts_its_own_daemon_and_ours_ours(kinesis: Any, tmp_path: Path, placement: str) -> None:
     """The awslabs connector's KPL beside ours, on the JVM's class path or in spark.jars before or after ours: each
