@@ -179,8 +179,10 @@ class Probe:
         self.dir = Path(tempfile.mkdtemp(prefix=f"{Path(script).stem}-", dir=workdir))
         config, self.events_file, self.release_file = (self.dir / n for n in ("config.json", "events.jsonl", "release"))
         self.output_file = self.dir / "output.log"
-        config.write_text(json.dumps(cfg))
-        config.chmod(0o600)
+        # Created readable by this user only, before a byte of it is written: configurations carry credentials.
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(cfg))
         run_env = dict(probe_env() if env is None else env)
         run_env.update({CONFIG: str(config), EVENTS: str(self.events_file), RELEASE: str(self.release_file)})
         self.jvm_log = _jvm_log_to_file(self.dir, run_env)

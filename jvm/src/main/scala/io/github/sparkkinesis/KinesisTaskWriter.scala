@@ -1,21 +1,13 @@
 package io.github.sparkkinesis
 
 import java.nio.charset.StandardCharsets
-import java.util.concurrent.{CancellationException, ExecutionException, TimeUnit}
-import java.util.concurrent.atomic.{AtomicLong, AtomicReference, LongAdder}
+import java.util.concurrent.{CancellationException, ExecutionException}
 
 import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableFuture, MoreExecutors}
 import org.slf4j.LoggerFactory
-import io.github.sparkkinesis.shaded.kpl.{
-  Attempt,
-  DaemonException,
-  FutureTimedOutException,
-  UserRecordFailedException,
-  UserRecordResult
-}
+import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
 
-import io.github.sparkkinesis.aggregation.{HashKey, RecordOwner}
-import io.github.sparkkinesis.compat.CollectionConverters._
+import io.github.sparkkinesis.aggregation.HashKey
 
 /** One task's writes, whatever the entry point (`foreach`, or the `kinesis` DataSource V2 sink for streaming and
   * batch): each adapter turns its rows into [[KinesisRecord]]s and drives this core.

@@ -4,7 +4,7 @@ import java.nio.ByteBuffer
 
 import org.slf4j.Logger
 import io.github.sparkkinesis.shaded.guava.util.concurrent.ListenableFuture
-import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
+import io.github.sparkkinesis.shaded.kpl.UserRecordResult
 
 import io.github.sparkkinesis.aggregation._
 
@@ -58,11 +58,12 @@ private[sparkkinesis] object WriterAggregation {
     ()
   }
 
-  /** Puts through the producer's client; a dead daemon retires the producer (its records fail with the put). */
+  /** Puts through the producer's client. A put that throws fails its records through their owner, which retires the
+    * producer when the daemon died ([[WriterState.failed]]).
+    */
   private def sender(p: SharedProducer): Sender =
     (stream: String, partitionKey: String, explicitHashKey: String, data: ByteBuffer) =>
-      try p.client.put(KinesisRecord(stream, partitionKey, explicitHashKey, data))
-      catch { case e: DaemonException => p.markBroken(); throw e }
+      p.client.put(KinesisRecord(stream, partitionKey, explicitHashKey, data))
 
   private def metrics(m: ProducerMetrics): AggregationMetrics = new AggregationMetrics {
     def aggregateSent(records: Int): Unit = {

@@ -1,6 +1,6 @@
 package io.github.sparkkinesis
 
-import java.util.concurrent.{CancellationException, ExecutionException, TimeUnit}
+import java.util.concurrent.TimeUnit
 import java.util.concurrent.atomic.{AtomicLong, AtomicReference, LongAdder}
 
 import org.slf4j.LoggerFactory
