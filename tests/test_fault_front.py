@@ -243,3 +243,45 @@ def test_latency(front: FaultFront, client: Any) -> None:
     assert timed() >= 0.3
     front.add_latency(0)
     assert timed() < 0.25
+
+
+def test_record_size_limit_as_kinesis(front: FaultFront, client: Any, km: KinesisMock) -> None:
+    """The summary names each stream's MaxRecordSizeInKiB (kinesis-mock only once raised); a write holding a record
+    whose data and key exceed it is refused whole with Kinesis' ValidationException and never stored; a raised stream
+    takes it."""
+    name = f"ff-size-{uuid.uuid4().hex[:6]}"
+    km.create_stream(name, 1)
+    summary = client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]
+    assert summary["MaxRecordSizeInKiB"] == 1024
+    key = "k" * 10
+    over = [{"Data": b"\x01" * (1024 * 1024 - 9), "PartitionKey": key}]  # 1 MiB + 1 with its key
+    with pytest.raises(ClientError) as e:
+        client.put_records(StreamName=name, Records=[{"Data": b"small", "PartitionKey": key}, *over])
+    assert e.value.response["Error"]["Code"] == "ValidationException"
+    assert "Value at 'records.2.member.data' failed to satisfy constraint" in e.value.response["Error"]["Message"]
+    with pytest.raises(ClientError, match="ValidationException"):
+        client.put_record(StreamName=name, Data=over[0]["Data"], PartitionKey=key)
+    assert front.stats()["oversized_refused"] == 2
+    at_limit = {"Data": b"\x02" * (1024 * 1024 - 10), "PartitionKey": key}
+    assert client.put_records(StreamName=name, Records=[at_limit])["FailedRecordCount"] == 0
+
+    client.update_max_record_size(StreamARN=summary["StreamARN"], MaxRecordSizeInKiB=2048)
+    assert client.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["MaxRecordSizeInKiB"] == 2048
+    assert client.put_records(StreamName=name, Records=over)["FailedRecordCount"] == 0
+    assert sorted(r.data for r in read_stream(km.client(), name)) == sorted([at_limit["Data"], over[0]["Data"]])
+    assert front.stats()["oversized_refused"] == 2
+
+
+def test_large_record_burst() -> None:
+    """A record over a second of the byte quota draws on the shard's 10 MiB burst (refilled at the byte rate) and
+    leaves the byte bucket in debt, so the shard's average holds; without the burst it never fits."""
+    from spark_kinesis_testkit.faults import _BURST_BYTES, _Bucket
+
+    mib, limits = 1024 * 1024, (1024 * 1024, 1000)
+    b = _Bucket(1000, mib, 0.0, burst=float(_BURST_BYTES))
+    assert b.take(0.0, limits, 4 * mib) and b.take(0.0, limits, 4 * mib)
+    assert not b.take(0.0, limits, 4 * mib), "8 MiB of the 10 MiB burst used: 4 more must wait"
+    assert not b.take(0.0, limits, 100), "the byte bucket is in debt"
+    assert not b.take(6.9, limits, 100) and b.take(7.1, limits, 100), "7 s repay the 7 MiB of debt"
+    assert b.take(7.1, limits, 4 * mib), "the burst refilled meanwhile"
+    assert not _Bucket(1000, mib, 0.0).take(0.0, limits, 2 * mib), "no burst: a 2 MiB record never fits"

@@ -17,6 +17,13 @@ request unchanged to the emulator's plain-HTTP port, and returns its answer, unl
   counted (``stats()["aggregated_on_auto"]``): Kinesis takes them, but a KCL consumer keeps only the user records
   whose hash key lies in the shard's range.
 * ``deny`` - answer an operation with ``AccessDeniedException`` (a role without that permission).
+* Record size limits (always on): kinesis-mock 0.6.2 keeps each stream's ``MaxRecordSizeInKiB`` (``UpdateMaxRecordSize``
+  sets it, records up to 10 MiB are stored) but leaves it out of ``DescribeStreamSummary`` until it was set, counts
+  only the data, and refuses a record per entry with ``InvalidArgumentException``. The front answers as Kinesis does:
+  the summary names the limit (1024 unless raised), and a write holding a record whose data and partition key exceed
+  its stream's limit is refused whole with ``ValidationException`` (``stats()["oversized_refused"]``). With
+  ``enforce_shard_limits(oversized="burst")`` a record larger than a second of the byte quota draws on the shard's
+  large-record burst (10 MiB, refilled at the byte quota) and leaves the byte bucket in debt.
 
 The aiohttp server and client run on an event loop in a daemon thread; the switches may be called
 from any thread while traffic flows. All mutable state lives on the loop: each switch runs there
@@ -68,6 +75,10 @@ _HOP_BY_HOP = frozenset(
 )
 _ACCOUNT = "000000000000"  # kinesis-mock's account id
 _STRATEGIES = ("USER_PARTITION_KEY", "AUTO")
+_DEFAULT_RECORD_KIB = 1024  # a stream's MaxRecordSizeInKiB unless raised
+_BURST_BYTES = 10 * 1024 * 1024  # a shard's large-record burst: one record of the largest size
+# A write body shorter than this (base64 makes 4 bytes of 3) holds no record over the smallest limit: not parsed.
+_SMALL_BODY = _DEFAULT_RECORD_KIB * 1024 * 4 // 3
 
 
 @dataclass
@@ -76,18 +87,30 @@ class _Bucket:
 
     ``debt``: a record larger than a second of the byte quota (possible only with a scaled-down quota, as in the
     benchmarks) is admitted once the bucket is full and leaves it in debt, so the average rate still holds.
+    ``burst``: such a record is admitted when the shard's large-record burst (``_BURST_BYTES``, refilled at the byte
+    quota) holds it, as Kinesis takes records up to 10 MiB; it leaves the byte bucket in debt too.
     """
 
     records: float
     bytes: float
     stamp: float = field(default_factory=time.monotonic)
     debt: bool = False
+    burst: float | None = None  # the large-record burst's bytes (None: no burst)
 
     def take(self, now: float, limits: tuple[int, int], nbytes: int) -> bool:
         max_bytes, max_records = limits
         elapsed, self.stamp = now - self.stamp, now
         self.records = min(max_records, self.records + elapsed * max_records)
         self.bytes = min(max_bytes, self.bytes + elapsed * max_bytes)
+        if self.burst is not None:
+            self.burst = min(_BURST_BYTES, self.burst + elapsed * max_bytes)
+            if nbytes > max_bytes:
+                if self.records < 1 or self.burst < min(nbytes, _BURST_BYTES):
+                    return False
+                self.records -= 1
+                self.burst -= nbytes
+                self.bytes -= nbytes
+                return True
         if self.records < 1 or self.bytes < (min(nbytes, max_bytes) if self.debt else nbytes):
             return False
         self.records -= 1
@@ -158,6 +181,8 @@ class FaultFront:
         self._limits: tuple[int, int] | None = None  # (bytes_per_s, records_per_s)
         self._buckets: dict[str, _Bucket] = {}
         self._debt = False
+        self._burst = False
+        self._record_limits: dict[str, int] = {}  # stream -> its largest record in bytes, read from the emulator
         self._shards: dict[str, list[_Shard]] = {}
         self._fail_fraction = 0.0
         self._fail_mode = "http500"
@@ -181,6 +206,8 @@ class FaultFront:
                 "refused_periods",
                 "aggregated_on_auto",  # aggregated records written to an AUTO stream
                 "placed_on_auto",  # records an AUTO stream placed itself
+                "oversized_refused",  # writes refused for a record over its stream's MaxRecordSizeInKiB
+                "large_admitted",  # records admitted from a shard's large-record burst
             ),
             0,
         )
@@ -248,15 +275,17 @@ class FaultFront:
         """Per-shard quotas as in real Kinesis; ``enforce_shard_limits(None)`` turns them off.
 
         Each call starts with full buckets and re-reads the shard maps (ListShards, per stream).
-        ``oversized``: what happens to a record larger than ``bytes_per_s`` (real quotas never see one):
-        ``"refuse"`` it always, or ``"debt"``: admit it into a full bucket, which then refills from below zero.
+        ``oversized``: what happens to a record larger than ``bytes_per_s``: ``"refuse"`` it always, ``"debt"``:
+        admit it into a full bucket, which then refills from below zero, or ``"burst"``: admit it when the shard's
+        large-record burst holds it (Kinesis' records over 1 MiB), leaving the byte bucket in debt.
         """
-        if oversized not in ("refuse", "debt"):
-            raise ValueError(f"bad oversized={oversized!r}: 'refuse' or 'debt'")
+        if oversized not in ("refuse", "debt", "burst"):
+            raise ValueError(f"bad oversized={oversized!r}: 'refuse', 'debt' or 'burst'")
 
         def apply() -> None:
             self._limits = None if bytes_per_s is None else (bytes_per_s, records_per_s)
             self._debt = oversized == "debt"
+            self._burst = oversized == "burst"
             self._buckets.clear()
             self._shards.clear()
 
@@ -407,6 +436,12 @@ class FaultFront:
             return await self._describe_stream_summary(request, body)
         if op == "UpdateStreamRecordDistributionStrategy":
             return self._update_strategy(body)
+        if op == "UpdateMaxRecordSize":
+            self._record_limits.pop(_stream_name(_json(body)), None)  # read again from the emulator
+        if op in ("PutRecords", "PutRecord") and len(body) > _SMALL_BODY:
+            refused = await self._oversized(request, op, body)
+            if refused is not None:
+                return refused
         if op in ("PutRecords", "PutRecord") and self._fail_fraction:
             if (self._fail_mode == "http500" or op == "PutRecord") and self._rng.random() < self._fail_fraction:
                 self._stats["http500"] += 1
@@ -431,9 +466,45 @@ class FaultFront:
             answer = cbor2.loads(data) if cbor else json.loads(data)
             summary = answer["StreamDescriptionSummary"]
             summary["RecordDistributionStrategy"] = self._strategies.get(summary["StreamName"], "USER_PARTITION_KEY")
+            if summary.get("MaxRecordSizeInKiB") is None:  # kinesis-mock: null until raised
+                summary["MaxRecordSizeInKiB"] = _DEFAULT_RECORD_KIB
             return cbor2.dumps(answer) if cbor else json.dumps(answer).encode()
 
         return await self._forward(request, body, with_strategy)
+
+    async def _record_limit(self, request: web.Request, stream: str) -> int:
+        """``stream``'s largest record in bytes (data and partition key), from the emulator's summary (cached)."""
+        if stream not in self._record_limits:
+            kib = _DEFAULT_RECORD_KIB
+            try:
+                status, data, _ = await self._upstream(
+                    request, json.dumps({"StreamName": stream}).encode(), "DescribeStreamSummary"
+                )
+                if status == 200:
+                    kib = int(json.loads(data)["StreamDescriptionSummary"].get("MaxRecordSizeInKiB") or kib)
+            except (ClientError, asyncio.TimeoutError, ValueError, KeyError):
+                return kib * 1024  # not cached: asked again next time
+            self._record_limits[stream] = kib * 1024
+        return self._record_limits[stream]
+
+    async def _oversized(self, request: web.Request, op: str, raw: bytes) -> web.Response | None:
+        """Kinesis' answer to a write holding a record over its stream's limit (the whole request is refused), or
+        None."""
+        body = _json(raw)
+        stream = _stream_name(body)
+        records = body.get("Records", []) if op == "PutRecords" else [body]
+        limit = await self._record_limit(request, stream)
+        for i, rec in enumerate(records, 1):
+            if isinstance(rec, dict) and rec.get("PartitionKey") is not None and _record_bytes(rec) > limit:
+                self._stats["oversized_refused"] += 1
+                where = f"records.{i}.member.data" if op == "PutRecords" else "data"
+                return _error(
+                    400,
+                    "ValidationException",
+                    f"1 validation error detected: Value at '{where}' failed to satisfy constraint: "
+                    f"Member must have length less than or equal to {limit}",
+                )
+        return None
 
     def _update_strategy(self, raw: bytes) -> web.Response:
         body = _json(raw)
@@ -540,10 +611,14 @@ class FaultFront:
         bucket = self._buckets.get(stream + "/" + shard.shard_id)
         if bucket is None:
             max_bytes, max_records = self._limits
-            bucket = self._buckets[stream + "/" + shard.shard_id] = _Bucket(max_records, max_bytes, now, self._debt)
+            bucket = self._buckets[stream + "/" + shard.shard_id] = _Bucket(
+                max_records, max_bytes, now, self._debt, float(_BURST_BYTES) if self._burst else None
+            )
         nbytes = _record_bytes(record)
         if not bucket.take(now, self._limits, nbytes):
             return shard.shard_id
+        if nbytes > self._limits[0]:
+            self._stats["large_admitted"] += 1
         self._stats["admitted_records"] += 1
         self._stats["admitted_bytes"] += nbytes
         return None

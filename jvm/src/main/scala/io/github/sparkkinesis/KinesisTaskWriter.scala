@@ -51,6 +51,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
     val s = state
     s.check()
     val bytes = record.data.remaining()
+    RecordLimit.check(record, bytes, producer)
+    RecordLimit.checkBound(record.stream, bytes, options.maxOutstandingBytes)
     // Reserves the record and its bytes (released by its completion, or below if the put throws).
     val blocked =
       limiter.await(bytes, () => s.check(), waitedMs => KinesisTaskWriter.warnBlocked(options, waitedMs))

@@ -17,8 +17,10 @@ private[sparkkinesis] final case class KinesisWriterOptions(
   /** Names this writer's metrics source and accumulators: the stream, or `perRowStreams`. */
   def label: String = streamName.getOrElse("perRowStreams")
 
-  /** The largest record the KPL accepts with this config (its `MaxUserRecordSize`, default 1 MiB). */
-  def maxRecordBytes: Long = producer.kpl.get("MaxUserRecordSize").map(_.trim.toLong).getOrElse(1048576L)
+  /** The user's bound on a record's data, the KPL's `MaxUserRecordSize` (the writer's default: 10 MiB, what any stream
+    * may take); each record is held to its own stream's limit too ([[RecordLimit]]).
+    */
+  def maxRecordBytes: Long = producer.kplSettings("MaxUserRecordSize").trim.toLong
 
   override def toString: String =
     s"KinesisWriterOptions(stream=${streamName.getOrElse("<per-row>")}, queueLimit=$queueLimit, " +
@@ -213,11 +215,19 @@ private[sparkkinesis] object KinesisWriterOptions {
     val aggregation = in.word(AggregationKey).map(w => Aggregation.all.find(_.name == w).get).get
     val producer = ProducerConfig(region, endpoint, parseCredentials(in), kpl, aggregation)
     KplSettings.validate(producer.kplSettings)
+    val maxOutstandingBytes = in.long(MaxOutstandingBytes).get
+    kpl.get("MaxUserRecordSize").map(_.trim.toLong).filter(_ > maxOutstandingBytes).foreach { m =>
+      throw new IllegalArgumentException(
+        s"kpl.MaxUserRecordSize=$m is larger than ${MaxOutstandingBytes.name}=$maxOutstandingBytes, the bytes a " +
+          s"producer may hold at once, so such a record could never be written: raise ${MaxOutstandingBytes.name} to " +
+          "at least the largest record, or lower kpl.MaxUserRecordSize."
+      )
+    }
 
     KinesisWriterOptions(
       streamName = str(StreamName),
       queueLimit = in.int(QueueLimit).get,
-      maxOutstandingBytes = in.long(MaxOutstandingBytes).get,
+      maxOutstandingBytes = maxOutstandingBytes,
       failOnError = in.bool(FailOnError).get,
       partitioner = in.word(PartitionerKey).map(w => Partitioner.all.find(_.name == w).get),
       flushTimeoutMs = in.long(FlushTimeoutMs).get,

@@ -88,9 +88,17 @@ private[sparkkinesis] object KplSettings {
     *     for `getOldestRecordTimeInMillis()`, which the writer does not use.
     *   - `RateLimit=100` (the KPL's is 150, as Flink's producer also sets): the KPL then sends a shard no more than its
     *     quota; past it, Kinesis throttles and the KPL sends again, paying each record's work once more.
+    *   - `MaxUserRecordSize=10485760` (the KPL's is 1 MiB): the daemon takes what any stream may; the writer holds each
+    *     record to its own stream's `MaxRecordSizeInKiB` ([[RecordLimit]]), so a record over it never reaches Kinesis
+    *     to be refused and retried.
     */
   val writerDefaults: Map[String, String] =
-    Map("MetricsLevel" -> "none", "EnableOldestFutureTracker" -> "false", "RateLimit" -> "100")
+    Map(
+      "MetricsLevel" -> "none",
+      "EnableOldestFutureTracker" -> "false",
+      "RateLimit" -> "100",
+      "MaxUserRecordSize" -> "10485760"
+    )
 
   /** Rejects unknown names (suggesting the closest) and values the KPL itself would refuse. */
   def validate(settings: Map[String, String]): Unit = applyTo(new KinesisProducerConfiguration(), settings)

@@ -7,7 +7,7 @@ import scala.collection.mutable
 
 import org.slf4j.LoggerFactory
 
-import io.github.sparkkinesis.aggregation.{Scheduler, WriterAggregator}
+import io.github.sparkkinesis.aggregation.{Scheduler, StreamLimits, WriterAggregator}
 
 /** One KPL daemon, shared by the tasks of an executor JVM whose writers have the same [[ProducerPool.Key]]: stream
   * label, KPL config and bound. It owns what those writers share: the bound, the metrics and, when the writer
@@ -30,6 +30,24 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
     if (!config.aggregatesInWriter) None
     else
       Some(WriterAggregation(this, newScheduler(id.toString)))
+
+  /** Each stream's layouts when the writer does not aggregate: only for the streams' record size limits. */
+  private[sparkkinesis] lazy val limits: StreamLimits = WriterAggregation.limits(this)
+  @volatile private var limitsUsed = false
+
+  /** The largest record (data and partition key) `stream` takes: its `MaxRecordSizeInKiB`, read with the stream's
+    * layout by the aggregator, or (aggregation='kpl') by [[limits]]; `readNow`: read again first.
+    */
+  def maxRecordBytes(stream: String, readNow: Boolean = false): Long = aggregator match {
+    case Some(a) => a.maxRecordBytes(stream, readNow)
+    case None    => limitsUsed = true; limits.maxRecordBytes(stream, readNow)
+  }
+
+  /** Stops the aggregation's or the limits' threads and clients. */
+  def closeParts(): Unit = {
+    aggregator.foreach(_.close())
+    if (limitsUsed) limits.close()
+  }
 
   @volatile private[sparkkinesis] var broken = false
   private[sparkkinesis] var refs = 0
@@ -137,7 +155,7 @@ private[sparkkinesis] final class ProducerPool(
     log.info(s"Closing KPL producer #${p.id} (${if (p.broken) "broken" else "idle"})")
     try {
       p.unregister()
-      p.aggregator.foreach(_.close())
+      p.closeParts()
     } finally
       try p.client.destroy()
       catch { case scala.util.control.NonFatal(e) => log.warn(s"Destroying KPL producer #${p.id} failed", e) }

@@ -64,8 +64,10 @@ private[sparkkinesis] final class SdkStreamMetadata(config: ProducerConfig, cred
   }
 
   def layout(stream: String): StreamLayout =
-    try StreamLayout(isAuto(stream), shardMap(stream))
-    catch {
+    try {
+      val (auto, maxRecordBytes) = summary(stream)
+      StreamLayout(auto, shardMap(stream), maxRecordBytes)
+    } catch {
       case e: SdkClientException if e.getMessage != null && e.getMessage.startsWith("Unable to unmarshall") =>
         throw new IllegalStateException(
           s"${e.getMessage.takeWhile(_ != '(').trim}: the endpoint's answer could not be parsed. The SDK reads " +
@@ -107,13 +109,27 @@ private[sparkkinesis] final class SdkStreamMetadata(config: ProducerConfig, cred
     map
   }
 
-  /** AUTO only when `DescribeStreamSummary` says so. Without the permission, the stream is taken as partitioned by key
-    * (the KPL's own fallback), with a WARN naming the permission.
+  /** Whether the stream is AUTO (only when `DescribeStreamSummary` says so) and its largest record
+    * (`MaxRecordSizeInKiB`). Without the permission, the stream is taken as partitioned by key (the KPL's own fallback)
+    * and at 1 MiB, with a WARN naming the permission; an answer without the field (an endpoint that predates it) means
+    * 1 MiB too, with a WARN.
     */
-  private def isAuto(stream: String): Boolean =
+  private def summary(stream: String): (Boolean, Long) =
     try {
       val s = client.describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(stream).build())
-      s.streamDescriptionSummary().recordDistributionStrategy() == RecordDistributionStrategy.AUTO
+      val d = s.streamDescriptionSummary()
+      val kib = d.maxRecordSizeInKiB()
+      if (kib == null)
+        RateLimitedLog.warn(
+          log,
+          s"dss-no-size-$stream",
+          s"DescribeStreamSummary of stream $stream names no MaxRecordSizeInKiB: the writer holds its records to " +
+            s"${StreamLayout.DefaultMaxRecordBytes} bytes (data and partition key), Kinesis' default."
+        )
+      (
+        d.recordDistributionStrategy() == RecordDistributionStrategy.AUTO,
+        if (kib == null) StreamLayout.DefaultMaxRecordBytes else kib.longValue * 1024L
+      )
     } catch {
       case e: KinesisException
           if e.statusCode() == 400 && e.awsErrorDetails() != null &&
@@ -123,9 +139,11 @@ private[sparkkinesis] final class SdkStreamMetadata(config: ProducerConfig, cred
           s"dss-denied-$stream",
           s"DescribeStreamSummary of stream $stream was denied (${e.awsErrorDetails().errorMessage()}): the writer " +
             "cannot tell whether the stream's RecordDistributionStrategy is AUTO and aggregates as for " +
-            "USER_PARTITION_KEY. Grant kinesis:DescribeStreamSummary on the stream (docs/configuration.md, IAM)."
+            "USER_PARTITION_KEY, and cannot read its MaxRecordSizeInKiB, so it holds records to " +
+            s"${StreamLayout.DefaultMaxRecordBytes} bytes. Grant kinesis:DescribeStreamSummary on the stream " +
+            "(docs/configuration.md, IAM)."
         )
-        false
+        (false, StreamLayout.DefaultMaxRecordBytes)
     }
 
   override def close(): Unit = client.close()

@@ -27,6 +27,17 @@ private[sparkkinesis] object WriterAggregation {
       p.id.toString
     )
 
+  /** The stream limits of producer `p` when its writers do not aggregate, on the JVM's clock. */
+  def limits(p: SharedProducer): StreamLimits =
+    new StreamLimits(
+      p.client.streamMetadata(),
+      AggregationSettings.of(p.config.kpc),
+      Clock.system,
+      warnings,
+      newThread,
+      p.id.toString
+    )
+
   /** `record` of the task `owner` as the aggregation takes it; `key` null for a record without a partition key. */
   def pending(
       record: KinesisRecord,

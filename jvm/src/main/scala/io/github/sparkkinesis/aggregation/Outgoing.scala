@@ -53,4 +53,7 @@ private[sparkkinesis] final class Alone(val pending: Pending) extends Outgoing {
   def partitionKey: String = pending.partitionKey
   def explicitHashKey: String = pending.explicitHashKey
   def data: ByteBuffer = pending.data.duplicate()
+
+  /** What Kinesis counts against the shard's quota: the data and the partition key. */
+  def quotaBytes: Int = pending.bytes + pending.keyBytes
 }

@@ -26,6 +26,10 @@ private[sparkkinesis] final class ShardBuffer(
 
   private[aggregation] val quota = new ShardQuota(settings, clock)
 
+  /** The shard's burst for records too big for an aggregate, and those waiting for it, oldest first. */
+  private[aggregation] val burst = new LargeRecordBurst(settings, clock)
+  private[aggregation] val largeWaiting = new java.util.ArrayDeque[Alone]()
+
   /** Sealed aggregates waiting for the shard's quota, oldest first; a pace ticket is due while it is not empty. */
   private[aggregation] val waiting = new java.util.ArrayDeque[Aggregate]()
 

@@ -36,6 +36,17 @@ private[sparkkinesis] final class ShardQuota(settings: AggregationSettings, cloc
     }
   }
 
+  /** Charges one Kinesis record of `quotaBytes` that went by another way (a large record, [[LargeRecords]]): the bucket
+    * may go into debt, and what follows waits until it is repaid.
+    */
+  def charge(quotaBytes: Int): Unit = {
+    val now = clock.nanoTime()
+    val elapsed = (now - stamp) / 1e9
+    stamp = now
+    bytes = math.min(burstBytes, bytes + elapsed * byteRate) - quotaBytes
+    records = math.min(burstRecords, records + elapsed * recordRate) - 1.0
+  }
+
   /** Kinesis throttled the shard: what the bucket held was not there (another producer, or the writer's own records
     * sent alone, took it).
     */

@@ -5,10 +5,24 @@ import java.util.concurrent.atomic.AtomicBoolean
 
 import org.slf4j.LoggerFactory
 
-/** What the aggregation needs to know of a stream: whether Kinesis places its records itself (AUTO: no aggregates
-  * there, KCL consumers drop them) and its open shards.
+/** What the writer needs to know of a stream: whether Kinesis places its records itself (AUTO: no aggregates there, KCL
+  * consumers drop them), its open shards, and the largest record it takes (`MaxRecordSizeInKiB`, data and partition
+  * key; 1 MiB unless the stream was raised).
   */
-private[sparkkinesis] final case class StreamLayout(auto: Boolean, shards: ShardMap)
+private[sparkkinesis] final case class StreamLayout(
+    auto: Boolean,
+    shards: ShardMap,
+    maxRecordBytes: Long = StreamLayout.DefaultMaxRecordBytes
+)
+
+private[sparkkinesis] object StreamLayout {
+
+  /** Kinesis' limit for a stream never raised, and the writer's while a stream's limit cannot be read. */
+  val DefaultMaxRecordBytes: Long = 1024L * 1024
+
+  /** The most any stream takes (`MaxRecordSizeInKiB` 10240). */
+  val LargestRecordBytes: Long = 10L * 1024 * 1024
+}
 
 /** Reads stream layouts (`ListShards`, `DescribeStreamSummary`); unit tests substitute a fake. */
 private[sparkkinesis] trait StreamMetadata {
@@ -61,6 +75,17 @@ private[sparkkinesis] final class StreamLayouts(
 
   def foreach(f: StreamState => Unit): Unit = streams.values.forEach(s => f(s))
 
+  /** The largest record stream `name` takes: its layout's, or [[StreamLayout.DefaultMaxRecordBytes]] while none could
+    * be read. A raised (or lowered) limit shows within `DescribeStreamSummaryIntervalMs`, or at once with `readNow`
+    * (the layout read again on the caller's thread: the writer does so before failing a record over the limit).
+    */
+  def maxRecordBytes(name: String, readNow: Boolean = false): Long = {
+    val s = apply(name)
+    if (readNow) read(s) else if (s.layout != null) recheckIfDue(s)
+    val layout = s.layout
+    if (layout == null) StreamLayout.DefaultMaxRecordBytes else layout.maxRecordBytes
+  }
+
   /** Reads `s` again in the background once `DescribeStreamSummaryIntervalMs` has passed since the last read. */
   def recheckIfDue(s: StreamState): Unit =
     if (clock.nanoTime() - s.checkedAtNanos > settings.recheckMs * 1000000L) refreshLater(s)
@@ -85,8 +110,12 @@ private[sparkkinesis] final class StreamLayouts(
         replaced(previous)
         log.info(
           s"Stream ${s.name}: ${layout.shards.size} open shards" +
-            (if (layout.auto) ", RecordDistributionStrategy AUTO: records go alone, not aggregated" else "")
+            (if (layout.auto) ", RecordDistributionStrategy AUTO: records go alone, not aggregated" else "") +
+            s", records up to ${layout.maxRecordBytes} bytes"
         )
+      } else if (old.maxRecordBytes != layout.maxRecordBytes) {
+        s.layout = layout // same shards: the buffers stay
+        log.info(s"Stream ${s.name}: records up to ${layout.maxRecordBytes} bytes (was ${old.maxRecordBytes})")
       }
       s.checkedAtNanos = clock.nanoTime()
       s.backoffMs = FirstBackoffMs

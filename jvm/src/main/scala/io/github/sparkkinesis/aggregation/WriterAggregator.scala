@@ -17,7 +17,8 @@ import io.github.sparkkinesis.shaded.kpl.UserRecordResult
   * [[RetryPolicy]]: placement, throttling.
   *
   * Streams whose RecordDistributionStrategy is AUTO get no aggregates, nor do records without a partition key, records
-  * too big for an aggregate, and streams whose layout cannot be read yet: those go [[Alone]].
+  * too big for an aggregate, and streams whose layout cannot be read yet: those go [[Alone]]; records too big for an
+  * aggregate within their shard's burst ([[LargeRecords]]).
   *
   * User records keep their room under the writer's bound until their aggregate is confirmed.
   */
@@ -35,6 +36,7 @@ private[sparkkinesis] final class WriterAggregator(
   /** Layout reads after the first, and re-sends: off the writers' and the producer's callback threads. */
   private val background = Executors.newSingleThreadExecutor(r => newThread(s"spark-kinesis-shard-map-$name", r))
   private val pacing = new Pacing(scheduler, metrics, send)
+  private val large = new LargeRecords(scheduler, send)
   private val layouts =
     new StreamLayouts(metadata, settings, scheduler.clock, background, warnings, _.foreach(sealIfAny))
   private val retries = new RetryPolicy(settings, scheduler, pacing, layouts, metrics, background, send, add)
@@ -53,7 +55,7 @@ private[sparkkinesis] final class WriterAggregator(
     val buffers = s.buffers
     if (i < 0 || i >= buffers.length) { layouts.refreshLater(s); return sendAlone(p) }
     val buffer = buffers(i)
-    if (!buffer.fitsAlone(p)) return sendAlone(p)
+    if (!buffer.fitsAlone(p)) return large.dispatch(buffer, new Alone(p))
     val done = new ArrayBuffer[Aggregate](1)
     buffer.synchronized {
       if (buffer.add(p, done)) {
@@ -74,6 +76,9 @@ private[sparkkinesis] final class WriterAggregator(
     val s = layouts.get(buffer.stream)
     if (s != null) s.buffers.foreach(b => pacing.sealLingered(b, !_.isEmpty))
   }
+
+  /** The largest record `stream` takes, from its layout (see [[StreamLayouts.maxRecordBytes]]). */
+  def maxRecordBytes(stream: String, readNow: Boolean): Long = layouts.maxRecordBytes(stream, readNow)
 
   /** Seals and sends every buffer holding a record of `owner` (its commit waits for them). */
   def flushFor(owner: RecordOwner): Unit =
