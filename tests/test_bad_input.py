@@ -119,6 +119,13 @@ CASES = [
         "kpl.RecordTtl='10' is rejected by the KPL",
         kwargs={"kpl": {"RecordTtl": 10}},
     ),
+    c(
+        "max-record-over-byte-bound",
+        "attach",
+        ValueError,
+        "kpl.MaxUserRecordSize=2000 is larger than max_outstanding_bytes=1000",
+        kwargs={"max_outstanding_bytes": 1000, "kpl": {"MaxUserRecordSize": 2000}},
+    ),
     c("kpl-max-connections-0", "attach", ValueError, "kpl.MaxConnections='0'", kwargs={"kpl": {"MaxConnections": 0}}),
     c(
         "kpl-max-connections-1000",
