@@ -151,7 +151,7 @@ $(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
 	$(PY) -m pip install -q -r bench/requirements.txt
 	touch $@
 
-bench: venv jar kafka $(VENV)/.bench-stamp $(KINESALITE)
+bench: venv jar kafka emulator $(VENV)/.bench-stamp $(KINESALITE)
 	$(PY) bench/run.py
 
 bench-scale: venv jar $(VENV)/.bench-stamp $(KINESALITE)

@@ -25,7 +25,7 @@ IMG = ROOT / "docs" / "img"
 DOC = ROOT / "docs" / "benchmarks.md"
 # In the order of docs/benchmarks.md. "throughput" and "overhead" come from one run of the throughput part (the bare
 # KPL loop runs between its repetitions); BENCH_SKIP=overhead leaves overhead.json as it was.
-PARTS = ("throughput", "overhead", "tuning", "backpressure", "scale", "jmh", "realtime")
+PARTS = ("throughput", "overhead", "tuning", "backpressure", "large", "scale", "jmh", "realtime")
 VARIANTS = {
     "writer": "`foreach(KinesisWriter)`, the default (`aggregation='writer'`)",
     "writer_kpl": "the same, `aggregation='kpl'`",
@@ -38,6 +38,7 @@ VARIANTS = {
 BP_COLORS = {"no limit": "tab:red", "queue_limit": "tab:blue", "max_outstanding_bytes": "tab:green"}
 OVERHEAD_KEYS = ("ratio_vs_kpl", "cpu_s_per_m_bare", "cpu_ratio_vs_kpl", "cpu_ratio_vs_kpl_gross")
 BACKPRESSURE_KEYS = ("link_util_limited", "max_outstanding_over_limit")
+LARGE_KEYS = ("large_link_util", "large_over_limit", "large_rss_ratio", "large_read_back")
 
 
 def begin(part: str) -> str:
@@ -224,11 +225,23 @@ def _realtime(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | No
     }
 
 
+def _large(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
+    lg = result.get("large")
+    if not lg:
+        return None
+    return {
+        "config": result["config"]["large"],
+        "summary": _pick(sm, lambda k: k in LARGE_KEYS),
+        "result": {**lg["summary"], "error": (lg.get("error") or "")[:300] or None},
+    }
+
+
 COMPACT = {
     "throughput": _throughput,
     "overhead": _overhead,
     "tuning": _tuning,
     "backpressure": _backpressure,
+    "large": _large,
     "scale": _scale,
     "jmh": _jmh,
     "realtime": _realtime,
@@ -305,6 +318,10 @@ def line(parts: dict[str, dict[str, Any]]) -> str:
         "link_util_limited": fmt(sm.get("link_util_limited"), 3),
         "max_outstanding_over_limit": fmt(sm.get("max_outstanding_over_limit"), 3),
         "hot_path_ns": fmt(sm.get("hot_path_ns"), 0),
+        "large_link_util": fmt(sm.get("large_link_util"), 3),
+        "large_over_limit": fmt(sm.get("large_over_limit"), 3),
+        "large_rss_ratio": fmt(sm.get("large_rss_ratio"), 2),
+        "large_read_back": fmt(sm.get("large_read_back"), 0),
         "ratio_vs_agg": fmt(sm.get("ratio_vs_agg"), 2),
         "cpu_ratio_vs_agg": fmt(sm.get("cpu_ratio_vs_agg"), 2),
         "records_per_aggregate": fmt(sm.get("writer_100_records_per_aggregate"), 0),
@@ -506,6 +523,38 @@ def render_backpressure(p: dict[str, Any]) -> str:
     )
 
 
+def render_large(p: dict[str, Any]) -> str:
+    cfg, s = p["config"], p["result"]
+    out = _head(
+        p,
+        f"{cfg['shards']} shard at 1 MiB/s with its large-record burst, {cfg['rows_per_s']} rows/s: 1 in "
+        f"{cfg['every']} of {cfg['payload'] / 2**20:.0f} MiB, the rest {cfg['small']:,} B; the writer's default bound "
+        f"({cfg['bound']['max_outstanding_bytes'] / 2**20:.0f} MiB); {cfg['seconds']:.0f} s.",
+    )
+    rss = s.get("kpl_rss_mb_first_last")
+    row = [
+        f"{100 * s['link_utilisation']:.1f} %" if s.get("link_utilisation") is not None else "–",
+        f"{s['throttled_records']:,}",
+        f"{s['peak_outstanding_records']:,} / {s['peak_outstanding_bytes'] / 2**20:,.1f} MiB",
+        f"{s['peak_over_limit']:.3f}",
+        f"{rss[0]:,.0f} → {rss[1]:,.0f} MiB (max {s['kpl_rss_mb_max']:,.0f})" if rss else "–",
+        f"{s['read_back_records']:,} of {s['sent']:,} ({s['read_back_large']:,} large)",
+        f"{s['failed']:,}",
+    ]
+    return out + _table(
+        [
+            "link use",
+            "throttled",
+            "peak outstanding (records / bytes)",
+            "peak / bound",
+            "daemon RSS",
+            "read back",
+            "failed",
+        ],
+        [row],
+    )
+
+
 SIZES = {100: "100 B", 1024: "1 KiB", 10240: "10 KiB", 102400: "100 KiB"}
 
 
@@ -612,6 +661,7 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "overhead": render_overhead,
     "tuning": render_tuning,
     "backpressure": render_backpressure,
+    "large": render_large,
     "scale": render_scale,
     "jmh": render_jmh,
     "realtime": render_realtime,

@@ -8,6 +8,8 @@ spread over the repetitions. The parts (BENCH_PARTS) and what each writes, overw
                 and, between its repetitions, the bare KPL loop (bench/jvm) -> bench/results/overhead.json
   tuning        one KPL setting at a time (bench/tuning.py) -> bench/results/tuning.json
   backpressure  queue_limit and max_outstanding_bytes behind shard quotas -> bench/results/backpressure.json
+  large         1 % of records at 5 MiB among 1 KiB ones behind a shard's quota and large-record burst (kinesis-mock,
+                a stream raised to 10 MiB), the writer's defaults -> bench/results/large.json
   scale         4 to 256 shards, record sizes, executors (bench/scale.py) -> bench/results/scale.json
   jmh           the hot path, KinesisForeachWriter.process (bench/jvm) -> bench/results/jmh.json
   realtime      Kafka -> real-time mode -> Kinesis, latency per record (bench/realtime.py)
@@ -21,6 +23,8 @@ files), and a last machine-readable line with every field (n/a for a part this r
          cpu_ratio_vs_kpl=… cpu_s_per_million_net=… (writer, 100 B, net of Spark) scale_cost_ratio=…
          (CPU per record at 256 over 4 shards, 100 B, bench/scale.py)
          link_util_limited=… max_outstanding_over_limit=… hot_path_ns=…
+         large_link_util=… large_over_limit=… large_rss_ratio=… large_read_back=… (the large part: link use, peak
+         outstanding over the bound, daemon RSS last over first, every record read back: 1 or 0)
          ratio_vs_agg=… cpu_ratio_vs_agg=… (the writer over the aws-kinesis-agg + boto3 loop, 100 B: rate, and CPU per
          record net of Spark) records_per_aggregate=… (the writer's user records per aggregate, 100 B)
          kpl_agg_cpu_s_per_million_net=… cpu_ratio_vs_kpl_agg=… (aggregation='kpl': its CPU net of Spark, and the
@@ -36,7 +40,8 @@ writer_kpl over it: the writer's own overhead over the KPL doing the same work.
 Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [1000000],
 BENCH_ROWS_10K [50000], BENCH_ROWS_1K [200000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
 BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [12], BENCH_SCALE_FREE_ROWS [300000],
-BENCH_PARTS [throughput,tuning,backpressure,scale,jmh,realtime], BENCH_SKIP [none; overhead,limited];
+BENCH_LARGE_SECONDS [180], BENCH_LARGE_ROWS_PER_S [40],
+BENCH_PARTS [throughput,tuning,backpressure,large,scale,jmh,realtime], BENCH_SKIP [none; overhead,limited];
 bench/tuning.py's, bench/scale.py's and bench/realtime.py's own (BENCH_TUNE_*, BENCH_SCALE_*, BENCH_RT_*). A run with
 smaller sizes overwrites its parts' files too (their config says so): commit only the runs you mean to publish.
 """
@@ -74,7 +79,7 @@ import report  # noqa: E402
 import scale  # noqa: E402
 import tuning  # noqa: E402
 from common import WARM_START, say, spread, verify  # noqa: E402
-from spark_kinesis_testkit.emulator import loopback_writer_options  # noqa: E402
+from spark_kinesis_testkit.emulator import KinesisMock, loopback_writer_options, read_stream  # noqa: E402
 from spark_kinesis_testkit.faults import FaultFront  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "3"))
@@ -82,7 +87,7 @@ ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 ROWS_10K = int(os.environ.get("BENCH_ROWS_10K", "50000"))
 ROWS_1K = int(os.environ.get("BENCH_ROWS_1K", "200000"))  # 1 KiB: the two aggregations only
 BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
-PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,scale,jmh,realtime").split(",")
+PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,large,scale,jmh,realtime").split(",")
 # The writer (aggregation='writer') and the KPL hold a shard to RateLimit (the writer's default: 100 %) of its
 # 1 MiB/s: enough shards that this cap stays above what the CPU (100 B) or the backend (10 KiB) allows, so the figures
 # measure the writer and not the cap, as on a stream with the shards this rate needs.
@@ -105,6 +110,17 @@ BP_RUNS: dict[str, dict[str, int]] = {
     "queue_limit": {"queue_limit": 2000, "max_outstanding_bytes": 2**62},
     "max_outstanding_bytes": {"queue_limit": 2**31 - 1, "max_outstanding_bytes": 2 * 1024 * 1024},
 }
+
+# Large records: 1 shard at 1 MiB/s behind the fault front (its large-record burst on), kinesis-mock behind it (the one
+# emulator here that stores records over 1 MiB; about 1-2 MB/s, so one shard), 1 record in LARGE_EVERY of LARGE_PAYLOAD
+# bytes among BP_PAYLOAD-byte ones at about twice the link; the writer's default bound.
+LARGE_SECONDS = float(os.environ.get("BENCH_LARGE_SECONDS", "180"))
+LARGE_ROWS_PER_S = int(os.environ.get("BENCH_LARGE_ROWS_PER_S", "40"))
+LARGE_SHARDS = 1
+LARGE_EVERY = 100
+LARGE_PAYLOAD = 5 * 1024 * 1024
+LARGE_SMALL = 1024
+LARGE_BOUND = {"queue_limit": 10000, "max_outstanding_bytes": 64 * 1024 * 1024}  # the writer's defaults
 
 
 def rotate(xs: list[str], k: int) -> list[str]:
@@ -438,9 +454,9 @@ def backpressure(result: dict[str, Any]) -> None:
     result["backpressure"] = out
 
 
-def bp_summary(r: dict[str, Any], limits: dict[str, int]) -> dict[str, Any]:
+def bp_summary(r: dict[str, Any], limits: dict[str, int], shards: int = BP_SHARDS) -> dict[str, Any]:
     s = r["samples"]
-    link = BP_SHARDS * 1024 * 1024
+    link = shards * 1024 * 1024
     front = r["front"]
     steady = [f for f in front if s and f["mono"] >= s[0]["mono"] + 15]  # after the first batches
     util = None
@@ -468,6 +484,65 @@ def bp_summary(r: dict[str, Any], limits: dict[str, int]) -> dict[str, Any]:
         "kpl_rss_mb_max": max(rss) / 2**20 if rss else None,
         "throttled_records": front[-1]["throttled_records"] if front else 0,
     }
+
+
+# -- part 3b: large records behind a shard's quota and burst ---------------------------------------------------------
+def large(result: dict[str, Any]) -> None:
+    say(
+        f"large: {LARGE_SHARDS} shard x 1 MiB/s behind the fault front, {LARGE_ROWS_PER_S} rows/s, 1 in {LARGE_EVERY} "
+        f"of {LARGE_PAYLOAD / 2**20:.0f} MiB, the rest {LARGE_SMALL} B, for {LARGE_SECONDS:.0f} s"
+    )
+    with KinesisMock(streams={"large": LARGE_SHARDS}) as km, FaultFront(f"http://127.0.0.1:{km.plain_port}") as front:
+        client = km.client()
+        arn = client.describe_stream_summary(StreamName="large")["StreamDescriptionSummary"]["StreamARN"]
+        client.update_max_record_size(StreamARN=arn, MaxRecordSizeInKiB=10240)
+        front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000, oversized="burst")
+        # kinesis-mock takes seconds for a 5 MiB PutRecords: timeouts that never cut one short.
+        kpl = {"LogLevel": "warning", "RequestTimeout": 120_000, "RecordTtl": 600_000}
+        opts = {**loopback_writer_options(front.endpoint, **kpl), **LARGE_BOUND}
+        samples: list[dict[str, Any]] = []
+        stop = threading.Event()
+
+        def sample_front() -> None:
+            while not stop.wait(1.0):
+                samples.append({"mono": time.monotonic(), **front.stats()})
+
+        t = threading.Thread(target=sample_front, daemon=True)
+        t.start()
+        with spark_side() as side:
+            r = side.call(
+                cmd="backpressure",
+                stream="large",
+                payload=LARGE_SMALL,
+                large_every=LARGE_EVERY,
+                large_payload=LARGE_PAYLOAD,
+                seconds=LARGE_SECONDS,
+                rows_per_s=LARGE_ROWS_PER_S,
+                writer=opts,
+            )
+        stop.set()
+        t.join()
+        back = read_stream(client, "large")
+        ids = {int(x.data[:20]) for x in back}
+        large_back = sum(1 for x in back if len(x.data) == LARGE_PAYLOAD)
+        r["front"] = samples
+        r["limits"] = LARGE_BOUND
+        summary = bp_summary(r, LARGE_BOUND, LARGE_SHARDS)
+        rss = [x["kpl_rss"] for x in r["samples"] if x["kpl_rss"]]
+        last = samples[-1] if samples else {}
+        summary.update(
+            {
+                "kpl_rss_ratio": rss[-1] / rss[min(10, len(rss) - 1)] if rss else None,
+                "large_admitted": last.get("large_admitted", 0),
+                "oversized_refused": last.get("oversized_refused", 0),
+                "read_back_records": len(ids),
+                "read_back_large": large_back,
+                # Every record the writer confirmed is in the stream (the query stops mid-batch: some more may be).
+                "read_back_all": len(ids) >= summary["sent"] and (summary["sent"] > 0),
+            }
+        )
+        say(f"  large: {summary}")
+        result["large"] = {"summary": summary, "samples": r["samples"], "front": samples, "error": r.get("error")}
 
 
 # -- part 4: JMH ------------------------------------------------------------------------------
@@ -604,6 +679,12 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         utils = [x["link_utilisation"] for x in limited if x["link_utilisation"] is not None]
         sm["link_util_limited"] = min(utils) if utils else None
         sm["max_outstanding_over_limit"] = max(x["peak_over_limit"] for x in limited)
+    lg = result.get("large", {}).get("summary")
+    if lg:
+        sm["large_link_util"] = lg["link_utilisation"]
+        sm["large_over_limit"] = lg["peak_over_limit"]
+        sm["large_rss_ratio"] = lg["kpl_rss_ratio"]
+        sm["large_read_back"] = 1 if lg["read_back_all"] else 0
     tuning.summarise(result, sm)
     scale.summarise(result, sm)
     jm = result.get("jmh", [])
@@ -647,6 +728,15 @@ def main() -> int:
             "bp_payload": BP_PAYLOAD,
             "bp_rows_per_s": BP_ROWS_PER_S,
             "bp_runs": BP_RUNS,
+            "large": {
+                "seconds": LARGE_SECONDS,
+                "shards": LARGE_SHARDS,
+                "rows_per_s": LARGE_ROWS_PER_S,
+                "every": LARGE_EVERY,
+                "payload": LARGE_PAYLOAD,
+                "small": LARGE_SMALL,
+                "bound": LARGE_BOUND,
+            },
             "scale": {
                 "shard_counts": scale.SHARD_COUNTS,
                 "link_bytes_per_s": scale.LINK,
@@ -665,6 +755,8 @@ def main() -> int:
             tuning.tuning(result, spark_side, REPS)
         if "backpressure" in PARTS:
             backpressure(result)
+        if "large" in PARTS:
+            large(result)
         if "scale" in PARTS:
             scale.scale(result, spark_side)
         if "jmh" in PARTS:

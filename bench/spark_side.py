@@ -258,9 +258,16 @@ class Bench:
         )
         writer = KinesisWriter(stream_name=cmd["stream"], **cmd["writer"])
         checkpoint = tempfile.mkdtemp(prefix="ckpt-", dir=self.work)
+        rows = records(src, payload)
+        if cmd.get("large_every"):  # every large_every-th record of large_payload bytes instead
+            every, large = int(cmd["large_every"]), int(cmd["large_payload"])
+            pad = F.when(F.col("id") % every == 0, F.expr(f"repeat('x', {large - 20})")).otherwise(
+                F.expr(f"repeat('x', {payload - 20})")
+            )
+            data = F.concat(F.lpad(F.col("id").cast("string"), 20, "0"), pad).cast("binary").alias("data")
+            rows = src.select(F.col("id").cast("string").alias("partitionKey"), data)
         query = (
-            records(src, payload)
-            .writeStream.foreach(writer)
+            rows.writeStream.foreach(writer)
             .option("checkpointLocation", checkpoint)
             .trigger(processingTime="1 second")
             .start()
