@@ -78,3 +78,22 @@ def test_replay_skips_what_kinesis_confirmed(kinesis: Any, tmp_path: Path, scena
     assert dup_on == 0, f"{dup_on} duplicates with dedupe_location: {sorted(i for i, n in on.items() if n > 1)[:10]}"
     if scenario == "changed":
         assert all(on[i] == 1 for i in final - set(ids)), "every new row of the replay is in Kinesis, once"
+
+
+@pytest.mark.e2e
+@pytest.mark.bad_input
+def test_refused_where_no_replay_can_be_skipped_safely(spark: Any, tmp_path: Path) -> None:
+    """foreach (no distribution can be asked for), batch writes and a location without a scheme: each refused on the
+    driver before any task, the message naming the fix."""
+    from spark_kinesis import KinesisWriter
+
+    opts = {"stream_name": "never-written", "region": "us-east-1", "dedupe_location": (tmp_path / "fp").as_uri()}
+    rate = spark.readStream.format("rate").load().selectExpr("cast(value as string) as data", "'k' as partitionKey")
+    with pytest.raises(Exception, match=r"works with format\('kinesis'\) only"):
+        rate.writeStream.foreach(KinesisWriter(**opts))
+    batch = spark.range(3).selectExpr("cast(id as string) as data", "'k' as partitionKey")
+    with pytest.raises(Exception, match="works with micro-batch streaming queries only"):
+        batch.write.format("kinesis").options(**opts).mode("append").save()
+    bare = {**opts, "dedupe_location": str(tmp_path / "fp")}
+    with pytest.raises(Exception, match="expected a directory URI with a scheme"):
+        rate.writeStream.format("kinesis").options(**bare).option("checkpointLocation", str(tmp_path / "c")).start()
