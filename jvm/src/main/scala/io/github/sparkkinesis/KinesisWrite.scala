@@ -49,6 +49,9 @@ private[sparkkinesis] final class KinesisWrite(
 
 private[sparkkinesis] object KinesisWrite {
 
+  /** Whether this task is a retry of its partition (Spark's attempt number above 0). */
+  def retried: Boolean = Option(org.apache.spark.TaskContext.get()).exists(_.attemptNumber() > 0)
+
   /** Skip on replay's plan for the micro-batch Spark is planning (None when the mode is off). */
   def replayPlan(prepared: KinesisWriter.Prepared, queryId: String): Option[ReplayPlan] =
     prepared.options.dedupe.map { d =>
@@ -96,7 +99,7 @@ private[sparkkinesis] final class KinesisDataWriterFactory(prepared: KinesisWrit
     createWriter(partitionId, taskId, -1L)
 
   override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
-    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId, taskId)
+    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId, taskId, KinesisWrite.retried)
 }
 
 /** The DataSource V2 adapter over [[KinesisTaskWriter]]: `commit` returns once every record of the task is confirmed,
@@ -107,7 +110,8 @@ private[sparkkinesis] final class KinesisDataWriter(
     pool: ProducerPool,
     partitionId: Int,
     epochId: Long,
-    taskId: Long = -1L
+    taskId: Long = -1L,
+    retried: Boolean = false
 ) extends DataWriter[InternalRow] {
   private val task = new KinesisTaskWriter(
     prepared.options,
@@ -115,7 +119,7 @@ private[sparkkinesis] final class KinesisDataWriter(
     prepared.accumulators,
     partitionId,
     epochId,
-    prepared.replay.map(p => new TaskReplay(p, partitionId.toLong, epochId, taskId)).orNull
+    prepared.replay.map(p => new TaskReplay(p, partitionId.toLong, epochId, taskId, retried)).orNull
   )
   private val converter = prepared.converter
 

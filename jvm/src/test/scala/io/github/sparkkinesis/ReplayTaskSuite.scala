@@ -30,10 +30,16 @@ class ReplayTaskSuite extends AnyFunSuite {
       new HadoopConf(new Configuration())
     )
 
-  private def dataWriter(fakes: FakePool, p: ReplayPlan, partition: Int, extra: Map[String, String] = perRecord) = {
+  private def dataWriter(
+      fakes: FakePool,
+      p: ReplayPlan,
+      partition: Int,
+      extra: Map[String, String] = perRecord,
+      retried: Boolean = false
+  ) = {
     val opts = options(extra)
     val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, Some(p))
-    new KinesisDataWriter(prepared, fakes.pool, partition, p.batchId, partition.toLong)
+    new KinesisDataWriter(prepared, fakes.pool, partition, p.batchId, partition.toLong, retried)
   }
   private def irow(key: String, data: String): InternalRow =
     InternalRow(UTF8String.fromString(key), UTF8String.fromString(data))
@@ -99,5 +105,55 @@ class ReplayTaskSuite extends AnyFunSuite {
     Seq("r1", "r2").foreach(d => stale.write(irow(s"k$d", d)))
     assert(sentData(fakes3) == Seq("r1", "r2"), "batch 8's plan finds nothing of batch 9")
     stale.abort()
+  }
+
+  test("a retried task skips what its partition's earlier attempts confirmed under the same plan, nothing else") {
+    val first = plan(2, replay = false, "q3")
+    val fakes = new FakePool
+    val a1 = dataWriter(fakes, first, 0)
+    Seq("a", "a", "b").foreach(d => a1.write(irow("k", d)))
+    fakes.last.succeed(2)
+    a1.abort()
+
+    def sends(p: ReplayPlan, partition: Int, retried: Boolean, rows: Seq[String]): Seq[String] = {
+      val f = new FakePool
+      val w = dataWriter(f, p, partition, retried = retried)
+      rows.foreach(d => w.write(irow("k", d)))
+      val out = sentData(f)
+      f.last.succeed(out.size)
+      w.abort()
+      out
+    }
+    assert(sends(first, 0, retried = false, Seq("a")) == Seq("a"), "a first attempt reads nothing")
+    assert(sends(first, 1, retried = true, Seq("a", "b")) == Seq("a", "b"), "partition 0's confirmations are its own")
+    val other = plan(2, replay = false, "q3")
+    assert(sends(other, 0, retried = true, Seq("a")) == Seq("a"), "another plan's partition 0 holds other rows")
+    // Partition 0 of `first`: a x2 (a1) and a x1 (the first attempt above) confirmed; its retry skips three a.
+    assert(sends(first, 0, retried = true, Seq("a", "a", "a", "a", "b")) == Seq("a", "b"))
+
+    // A replay of batch 2 counts every earlier plan's confirmations once, and its own partition's on a retry.
+    val replay = plan(2, replay = true, "q3")
+    val earlier = 2 + 1 + 1 + 1 + 1 // a confirmed: a1, first's p0, first's p1, other's p0, first's p0 retry
+    assert(sends(replay, 0, retried = false, Seq.fill(earlier + 1)("a")) == Seq("a"))
+    assert(sends(replay, 0, retried = true, Seq.fill(earlier + 2)("a")) == Seq("a"), "the earlier a, then its own")
+  }
+
+  test("only a replayed batch asks Spark to cluster rows by their content") {
+    val opts = options(perRecord)
+    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, None)
+    val columns = KinesisWrite.contentColumns(prepared, schema)
+    assert(columns == Seq("data", "partitionKey"))
+    val generated = options(Map("partitioner" -> "random"))
+    assert(KinesisWrite.contentColumns(prepared.copy(options = generated), binarySchema) == Seq("data"))
+    def distribution(p: Option[ReplayPlan]) =
+      new KinesisWrite(prepared.copy(replay = p), truncate = false, columns).requiredDistribution()
+    assert(distribution(None).isInstanceOf[org.apache.spark.sql.connector.distributions.UnspecifiedDistribution])
+    assert(
+      distribution(Some(plan(1, replay = false, "q4")))
+        .isInstanceOf[org.apache.spark.sql.connector.distributions.UnspecifiedDistribution]
+    )
+    val clustered = distribution(Some(plan(1, replay = true, "q4")))
+      .asInstanceOf[org.apache.spark.sql.connector.distributions.ClusteredDistribution]
+    assert(clustered.clustering().map(_.toString).toSeq == Seq("data", "partitionKey"))
   }
 }

@@ -9,10 +9,10 @@ import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
 import org.slf4j.LoggerFactory
 
 /** The fingerprints of confirmed records on a Hadoop FileSystem (`s3a://`, `hdfs://`, `file://`):
-  * `<root>/<queryId>/<batchId>/<partition>-<attempt>-<nonce>-<seq>`, each file written once (create-only, never
-  * overwritten) by one task attempt: a version header, then 16 bytes per confirmed record. Names are unique by the
-  * attempt's random nonce, so concurrent or retried attempts (also of another run, whose attempt ids start again) never
-  * meet; create-only is the second guard.
+  * `<root>/<queryId>/<batchId>/<partition>-<plan>-<attempt>-<nonce>-<seq>` (`plan`: the driver's plan of the batch),
+  * each file written once (create-only, never overwritten) by one task attempt: a version header, then 16 bytes per
+  * confirmed record. Names are unique by the attempt's random nonce, so concurrent or retried attempts (also of another
+  * run, whose attempt ids start again) never meet; create-only is the second guard.
   */
 private[sparkkinesis] final class FingerprintStore(root: Path, conf: Configuration) {
   import FingerprintStore._
@@ -39,9 +39,9 @@ private[sparkkinesis] final class FingerprintStore(root: Path, conf: Configurati
     } finally out.close()
   }
 
-  /** Every fingerprint written for the batch so far (h1, h2, …), or None if the batch has no file. */
-  def read(queryId: String, batchId: Long): Option[Array[Long]] = {
-    val files = list(batchDir(queryId, batchId)).filter(_.isFile)
+  /** The fingerprints written for the batch so far in the files whose name `accept`s (h1, h2, …), or None if none. */
+  def read(queryId: String, batchId: Long, accept: String => Boolean = _ => true): Option[Array[Long]] = {
+    val files = list(batchDir(queryId, batchId)).filter(f => f.isFile && accept(f.getPath.getName))
     if (files.isEmpty) None
     else {
       val out = new LongArrayBuilder

@@ -29,6 +29,9 @@ private[sparkkinesis] final case class ReplayPlan(
 ) {
   @transient lazy val store: FingerprintStore = new FingerprintStore(new Path(location), conf.value)
 
+  /** This plan in file names: its files are told apart from an earlier run's of the same batch. */
+  def planTag: String = planId.replace("-", "")
+
   override def toString: String = s"ReplayPlan($location, query=$queryId, batch=$batchId, replay=$replay)"
 }
 

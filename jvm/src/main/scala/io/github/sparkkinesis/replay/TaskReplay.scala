@@ -15,19 +15,22 @@ import io.github.sparkkinesis.aggregation.Clock
   *
   * @param attempt
   *   Spark's task attempt id (unique within a run); a random nonce makes the file names unique across runs too.
+  * @param retry
+  *   not the partition's first attempt in this plan (Spark's attempt number above 0).
   */
 private[sparkkinesis] final class TaskReplay(
     plan: ReplayPlan,
     partitionId: Long,
     epochId: Long,
     attempt: Long,
+    retry: Boolean = false,
     clock: Clock = Clock.system
 ) {
   private val store = plan.store
   private val ledger = new FingerprintLedger(
     store,
     store.batchDir(plan.queryId, epochId),
-    s"$partitionId-$attempt-${java.lang.Long.toHexString(ThreadLocalRandom.current().nextLong())}",
+    s"${TaskReplay.chain(plan, partitionId)}$attempt-${java.lang.Long.toHexString(ThreadLocalRandom.current().nextLong())}",
     plan.flushIntervalMs * 1000000L,
     clock
   )
@@ -35,14 +38,23 @@ private[sparkkinesis] final class TaskReplay(
   private val claims: Claims =
     if (plan.replay && epochId == plan.batchId) ReplayCache.confirmed(plan).claims()
     else { ReplayCache.forget(plan.queryId); null }
+  // A retried attempt (same plan, same partition: the same rows) also skips what the partition's earlier attempts in
+  // this plan confirmed: those confirmations are its partition's alone, so no other task uses them.
+  private val own: Claims =
+    if (!retry || epochId != plan.batchId) null
+    else {
+      val chain = TaskReplay.chain(plan, partitionId)
+      store.read(plan.queryId, epochId, _.startsWith(chain)).map(ConfirmedSet.of(_).claims()).orNull
+    }
   private val flushing = LedgerFlusher.register(ledger, plan.flushIntervalMs)
   private var taken = false
-  private val take: Fingerprint.Sink = (h1: Long, h2: Long) => taken = claims.take(h1, h2)
+  private val take: Fingerprint.Sink = (h1: Long, h2: Long) =>
+    taken = (claims != null && claims.take(h1, h2)) || (own != null && own.take(h1, h2))
   var skipped = 0L
 
   /** Task thread: true if this row's record was confirmed in an earlier attempt and that confirmation is now used. */
   def skip(stream: String, partitionKey: String, explicitHashKey: String, data: ByteBuffer): Boolean =
-    claims != null && {
+    (claims != null || own != null) && {
       Fingerprint.of(stream, if (plan.keyed) partitionKey else null, explicitHashKey, data, take)
       if (taken) skipped += 1
       taken
@@ -86,6 +98,12 @@ private[sparkkinesis] final class TaskReplay(
 
 private[sparkkinesis] object TaskReplay {
   private val log = LoggerFactory.getLogger(classOf[TaskReplay])
+
+  /** The start of the names of the files a partition's attempts write under one plan. */
+  def chain(plan: ReplayPlan, partitionId: Long): String = s"$partitionId-${plan.planTag}-"
+
+  /** Whether a file is of an earlier plan (run) of the batch: what a replay skips against. */
+  def earlier(plan: ReplayPlan, name: String): Boolean = !name.contains(s"-${plan.planTag}-")
 }
 
 /** The confirmed fingerprints of the batch being replayed, loaded once per JVM per plan (one driver's build of the
@@ -95,7 +113,10 @@ private[sparkkinesis] object ReplayCache {
   private final class Entry(plan: ReplayPlan) {
     val planId: String = plan.planId
     lazy val set: ConfirmedSet =
-      plan.store.read(plan.queryId, plan.batchId).map(ConfirmedSet.of).getOrElse(ConfirmedSet.empty)
+      plan.store
+        .read(plan.queryId, plan.batchId, TaskReplay.earlier(plan, _))
+        .map(ConfirmedSet.of)
+        .getOrElse(ConfirmedSet.empty)
   }
   private val entries = new java.util.HashMap[String, Entry]()
 
