@@ -8,6 +8,9 @@ scenario:
   are confirmed), then a new query from the checkpoint: the batch again, then the rest.
 - "uncommitted": the batch runs to its end, every task committed; its commit log entry is then removed, which leaves
   the checkpoint as a driver killed between the last task's commit and that entry leaves it. A new query replays it.
+- "kill": on ``local-cluster`` (two executor JVMs), one executor JVM killed (SIGKILL) while both write (Kinesis
+  answering slowly, once ``kill_after`` records are in the stream): Spark runs its task again elsewhere, in the same
+  batch.
 - "changed": as "uncommitted", then the batch's input files are rewritten (``replacement``: new rows for some) and the
   replay splits its files into more partitions (``spark.sql.files.maxPartitionBytes``).
 
@@ -27,13 +30,33 @@ import spark_kinesis  # noqa: F401  (installs the foreach hook)
 from helpers import live_producer, poll
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis_testkit.emulator import loopback_session_builder
+from spark_kinesis_testkit import procs
+from spark_kinesis_testkit.emulator import (
+    FAKE_ACCESS_KEY_ID,
+    FAKE_SECRET_ACCESS_KEY,
+    REGION,
+    loopback_session_builder,
+    read_stream,
+)
 from spark_kinesis_testkit.faults import FaultFront
+
+
+def kinesis_client(endpoint: str) -> Any:
+    import boto3
+
+    return boto3.client(
+        "kinesis",
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=FAKE_ACCESS_KEY_ID,
+        aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
+    )
 
 
 def main() -> None:
     cfg = probe.config()
-    spark = loopback_session_builder("local[2]", "replay-probe", cfg["jars"]).getOrCreate()
+    master = "local-cluster[2,1,1024]" if cfg["scenario"] == "kill" else "local[2]"
+    spark = loopback_session_builder(master, "replay-probe", cfg["jars"]).getOrCreate()
     work = Path(cfg["workdir"])
     with FaultFront(cfg["upstream"]) as front:
         for mode, stream in cfg["streams"].items():
@@ -55,6 +78,19 @@ def main() -> None:
                     .start()
                 )
 
+            if cfg["scenario"] == "kill":
+                front.add_latency(300)
+                q = start()
+                client = kinesis_client(cfg["upstream"])
+                poll("records in the stream", lambda s=stream: len(read_stream(client, s)) >= cfg["kill_after"])
+                driver = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+                executors = procs.find(driver, "CoarseGrainedExecutorBackend")
+                procs.kill(executors[:1])
+                probe.say("KILLED", {"mode": mode, "executors": len(executors)})
+                front.add_latency(0)
+                q.processAllAvailable()
+                q.stop()
+                continue
             if cfg["scenario"] == "stop":
                 front.add_latency(300)
                 q = start()
