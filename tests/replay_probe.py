@@ -82,7 +82,7 @@ def main() -> None:
                 front.add_latency(300)
                 q = start()
                 client = kinesis_client(cfg["upstream"])
-                poll("records in the stream", lambda s=stream: len(read_stream(client, s)) >= cfg["kill_after"])
+                poll("records in the stream", lambda s=stream, c=client: len(read_stream(c, s)) >= cfg["kill_after"])
                 driver = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
                 executors = procs.find(driver, "CoarseGrainedExecutorBackend")
                 procs.kill(executors[:1])
