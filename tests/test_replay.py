@@ -102,6 +102,14 @@ def test_refused_where_no_replay_can_be_skipped_safely(spark: Any, tmp_path: Pat
     batch = spark.range(3).selectExpr("cast(id as string) as data", "'k' as partitionKey")
     with pytest.raises(Exception, match="works with micro-batch streaming queries only"):
         batch.write.format("kinesis").options(**opts).mode("append").save()
+
+    def inside(df: Any, _: int) -> None:  # a batch write within foreachBatch sees a batch id, not a replayable query
+        df.write.format("kinesis").options(**opts).mode("append").save()
+
+    q = rate.writeStream.foreachBatch(inside).option("checkpointLocation", str(tmp_path / "fb")).start()
+    with pytest.raises(Exception, match="works with micro-batch streaming queries only"):
+        q.awaitTermination(120)
+    assert not q.isActive
     bare = {**opts, "dedupe_location": str(tmp_path / "fp")}
     with pytest.raises(Exception, match="expected a directory URI with a scheme"):
         rate.writeStream.format("kinesis").options(**bare).option("checkpointLocation", str(tmp_path / "c")).start()

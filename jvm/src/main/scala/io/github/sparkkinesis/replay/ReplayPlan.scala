@@ -38,10 +38,11 @@ private[sparkkinesis] final case class ReplayPlan(
 private[sparkkinesis] object ReplayPlan {
   private val log = LoggerFactory.getLogger(classOf[ReplayPlan])
 
-  // Spark's local properties for the batch being planned (MicroBatchExecution.BATCH_ID_KEY,
-  // StreamExecution.IS_CONTINUOUS_PROCESSING), set on the query's thread before it plans the batch's write.
+  // Spark's local properties for the batch being planned (MicroBatchExecution.BATCH_ID_KEY, StreamExecution's
+  // IS_CONTINUOUS_PROCESSING and QUERY_ID_KEY), set on the query's thread before it plans the batch's write.
   val BatchIdProperty = "streaming.sql.batchId"
   val ContinuousProperty = "__is_continuous_processing"
+  val QueryIdProperty = "sql.streaming.queryId"
 
   /** On the driver, when Spark builds the write of a micro-batch: removes the fingerprints of the query's committed
     * batches (those before this one) and looks for this batch's. Refuses writes that have no replayable batch id.
@@ -49,11 +50,13 @@ private[sparkkinesis] object ReplayPlan {
   def plan(option: String, location: String, flushIntervalMs: Long, keyed: Boolean, queryId: String): ReplayPlan = {
     val sc = SparkContext.getOrCreate()
     val batchId = Option(sc.getLocalProperty(BatchIdProperty))
-    if (batchId.isEmpty || sc.getLocalProperty(ContinuousProperty) == "true")
+    // A batch write inside foreachBatch sees the batch id too, but Spark gives its write a random query id.
+    val ownQuery = sc.getLocalProperty(QueryIdProperty) == queryId
+    if (batchId.isEmpty || !ownQuery || sc.getLocalProperty(ContinuousProperty) == "true")
       throw new IllegalArgumentException(
         s"Option $option works with micro-batch streaming queries only (writeStream with the default, processingTime, " +
-          "availableNow or once trigger): a batch write (save()) and continuous processing have no batch id that a " +
-          s"restart replays. Remove $option."
+          "availableNow or once trigger): a batch write (save(), also inside foreachBatch) and continuous processing " +
+          s"have no batch id that a restart replays. Remove $option."
       )
     val id = batchId.get.toLong
     val conf = new HadoopConf(sc.hadoopConfiguration)

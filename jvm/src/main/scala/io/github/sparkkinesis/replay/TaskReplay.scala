@@ -78,7 +78,8 @@ private[sparkkinesis] final class TaskReplay(
   def abort(): Unit = {
     aborted = true
     flushing.cancel(false)
-    quietFlush()
+    // On the flusher's thread: a task thread Spark interrupted may not write (interruptible I/O), nor should it wait.
+    LedgerFlusher.submit(() => quietFlush())
   }
 
   /** The task's last record in flight completed (any thread): after an abort, a last write, off this thread. */
