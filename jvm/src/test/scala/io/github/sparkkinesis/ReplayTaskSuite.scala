@@ -53,6 +53,14 @@ class ReplayTaskSuite extends AnyFunSuite {
     while (!cond) { assert(System.nanoTime() < deadline, "timed out"); Thread.`yield`() }
   }
 
+  /** An abort's last write runs on the JVM's one flusher thread: a task queued behind it has run once it is done. */
+  private def abortAndWait(w: KinesisDataWriter): Unit = {
+    w.abort()
+    val done = new java.util.concurrent.CountDownLatch(1)
+    io.github.sparkkinesis.replay.LedgerFlusher.submit(() => done.countDown())
+    assert(done.await(10, java.util.concurrent.TimeUnit.SECONDS), "the flusher did not run")
+  }
+
   private def commitAsync(w: KinesisDataWriter): Thread = { val t = new Thread(() => w.commit()); t.start(); t }
 
   test("an aborted attempt keeps what was confirmed; its replay skips each of those once, sends the rest") {
@@ -60,7 +68,7 @@ class ReplayTaskSuite extends AnyFunSuite {
     val first = dataWriter(fakes, plan(4, replay = false, "q1"), 0)
     Seq("a", "a", "b").foreach(d => first.write(irow("k", d)))
     fakes.last.succeed(2) // Kinesis confirmed a and a; b is still out when the query stops
-    first.abort()
+    abortAndWait(first)
     assert(sentData(fakes) == Seq("a", "a", "b"), "a first attempt skips nothing")
 
     val fakes2 = new FakePool
@@ -78,7 +86,7 @@ class ReplayTaskSuite extends AnyFunSuite {
     Seq("a", "a", "a", "a", "b", "c").foreach(d => again.write(irow("k", d)))
     again.write(irow("other-key", "c"))
     assert(sentData(fakes3) == Seq("a", "c"), "a fourth a and c under another partition key are new records")
-    again.abort()
+    abortAndWait(again)
   }
 
   test("records confirmed inside the writer's aggregates are recorded one by one; a plan of another batch skips none") {
@@ -98,13 +106,13 @@ class ReplayTaskSuite extends AnyFunSuite {
     val replay = dataWriter(fakes2, plan(9, replay = true, "q2"), 0)
     (rows :+ "r0" :+ "new").foreach(d => replay.write(irow(s"k$d", d)))
     assert(sentData(fakes2) == Seq("r0", "new"), "r0 was confirmed twice of three")
-    replay.abort()
+    abortAndWait(replay)
 
     val fakes3 = new FakePool
     val stale = dataWriter(fakes3, plan(8, replay = true, "q2"), 0)
     Seq("r1", "r2").foreach(d => stale.write(irow(s"k$d", d)))
     assert(sentData(fakes3) == Seq("r1", "r2"), "batch 8's plan finds nothing of batch 9")
-    stale.abort()
+    abortAndWait(stale)
   }
 
   test("a retried task skips what its partition's earlier attempts confirmed under the same plan, nothing else") {
@@ -113,7 +121,7 @@ class ReplayTaskSuite extends AnyFunSuite {
     val a1 = dataWriter(fakes, first, 0)
     Seq("a", "a", "b").foreach(d => a1.write(irow("k", d)))
     fakes.last.succeed(2)
-    a1.abort()
+    abortAndWait(a1)
 
     def sends(p: ReplayPlan, partition: Int, retried: Boolean, rows: Seq[String]): Seq[String] = {
       val f = new FakePool
@@ -121,7 +129,7 @@ class ReplayTaskSuite extends AnyFunSuite {
       rows.foreach(d => w.write(irow("k", d)))
       val out = sentData(f)
       f.last.succeed(out.size)
-      w.abort()
+      abortAndWait(w)
       out
     }
     assert(sends(first, 0, retried = false, Seq("a")) == Seq("a"), "a first attempt reads nothing")

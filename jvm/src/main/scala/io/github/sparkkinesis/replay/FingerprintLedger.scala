@@ -7,6 +7,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.fs.Path
 import org.slf4j.LoggerFactory
 
+import io.github.sparkkinesis.Threads
 import io.github.sparkkinesis.aggregation.Clock
 
 /** One task attempt's confirmed fingerprints on their way to the store: Kinesis' confirmations add to it (on the
@@ -58,17 +59,15 @@ private[sparkkinesis] final class FingerprintLedger(
 private[sparkkinesis] object LedgerFlusher {
   private val log = LoggerFactory.getLogger(getClass)
 
-  private lazy val timer: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
-    val t = new Thread(r, "spark-kinesis-fingerprint-flusher")
-    t.setDaemon(true)
-    t
-  }
+  private lazy val timer: ScheduledExecutorService =
+    Executors.newSingleThreadScheduledExecutor(Threads.factory("spark-kinesis-fingerprint-flusher"))
+
+  /** Runs `work` once, on this thread. */
+  def submit(work: Runnable): Unit = { timer.execute(work); () }
 
   /** Flushes `ledger` when due, checked a few times per interval, until the returned handle is cancelled. A failed
     * flush is logged once per ledger and tried again at the next interval (the commit's flush throws it).
     */
-  def submit(work: Runnable): Unit = { timer.execute(work); () }
-
   def register(ledger: FingerprintLedger, intervalMs: Long): ScheduledFuture[_] = {
     val step = math.max(10L, intervalMs / 4)
     var warned = false
