@@ -25,7 +25,7 @@ IMG = ROOT / "docs" / "img"
 DOC = ROOT / "docs" / "benchmarks.md"
 # In the order of docs/benchmarks.md. "throughput" and "overhead" come from one run of the throughput part (the bare
 # KPL loop runs between its repetitions); BENCH_SKIP=overhead leaves overhead.json as it was.
-PARTS = ("throughput", "overhead", "tuning", "backpressure", "large", "scale", "jmh", "realtime")
+PARTS = ("throughput", "overhead", "tuning", "backpressure", "large", "scale", "jmh", "realtime", "dedupe")
 VARIANTS = {
     "writer": "`foreach(KinesisWriter)`, the default (`aggregation='writer'`)",
     "writer_kpl": "the same, `aggregation='kpl'`",
@@ -236,6 +236,14 @@ def _large(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _dedupe(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
+    d = result.get("dedupe")
+    if not d:
+        return None
+    runs = [{k: v for k, v in r.items() if k != "daemon_cpu_s"} for r in d["runs"]]
+    return {"config": d["config"], "summary": d["summary"], "runs": runs}
+
+
 COMPACT = {
     "throughput": _throughput,
     "overhead": _overhead,
@@ -245,6 +253,7 @@ COMPACT = {
     "scale": _scale,
     "jmh": _jmh,
     "realtime": _realtime,
+    "dedupe": _dedupe,
 }
 
 
@@ -656,6 +665,28 @@ def render_realtime(p: dict[str, Any]) -> str:
     return out
 
 
+def render_dedupe(p: dict[str, Any]) -> str:
+    """Skip on replay's cost: the sink with ``dedupe_location`` over the sink without it."""
+    sm = p["summary"]
+    out = (
+        f"Run {p['date']} (commit {p['commit']}), {p['config']['reps']} repetitions, rows per run "
+        f"{', '.join(f'{r:,} at {k} B' for k, r in p['config']['rows'].items())}.\n\n"
+        "| payload | rate, with / without | CPU per record, with / without | CPU-s per million, without → with | "
+        "bytes written per million records |\n|---|---|---|---|---|\n"
+    )
+    for payload in p["config"]["rows"]:
+        if f"dedupe_rate_ratio_{payload}" not in sm:
+            continue
+        out += (
+            f"| {payload} B | {_m(sm.get(f'dedupe_rate_ratio_{payload}'), 3, '×')} | "
+            f"{_m(sm.get(f'dedupe_cpu_ratio_{payload}'), 3, '×')} | "
+            f"{_m(sm.get(f'dedupe_cpu_s_per_m_off_{payload}'), 1)} → "
+            f"{_m(sm.get(f'dedupe_cpu_s_per_m_on_{payload}'), 1)} | "
+            f"{_m(sm.get(f'dedupe_bytes_per_m_{payload}'), 0)} |\n"
+        )
+    return out
+
+
 RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "throughput": render_throughput,
     "overhead": render_overhead,
@@ -665,6 +696,7 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "scale": render_scale,
     "jmh": render_jmh,
     "realtime": render_realtime,
+    "dedupe": render_dedupe,
 }
 
 

@@ -88,7 +88,12 @@ ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 ROWS_10K = int(os.environ.get("BENCH_ROWS_10K", "50000"))
 ROWS_1K = int(os.environ.get("BENCH_ROWS_1K", "200000"))  # 1 KiB: the two aggregations only
 BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
-PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,large,scale,jmh,realtime").split(",")
+PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,large,scale,jmh,realtime,dedupe").split(",")
+# Skip on replay's cost: format("kinesis") with and without dedupe_location, per payload the rows of one run.
+DEDUPE_ROWS = {
+    100: int(os.environ.get("BENCH_DEDUPE_ROWS", "1000000")),
+    1024: int(os.environ.get("BENCH_DEDUPE_ROWS_1K", "200000")),
+}
 # The writer (aggregation='writer') and the KPL hold a shard to RateLimit (the writer's default: 100 %) of its
 # 1 MiB/s: enough shards that this cap stays above what the CPU (100 B) or the backend (10 KiB) allows, so the figures
 # measure the writer and not the cap, as on a stream with the shards this rate needs.
@@ -579,6 +584,77 @@ def jmh(result: dict[str, Any]) -> None:
         say(f"  {r['benchmark']} {r['params']}: {r['ns_per_op']:.1f} ± {r['error']:.1f} {r['unit']}")
 
 
+# -- skip on replay's cost -----------------------------------------------------------------------
+def dedupe(result: dict[str, Any]) -> None:
+    """The sink with and without ``dedupe_location`` (a first attempt: every confirmed record fingerprinted and
+    written to a local directory), alternating, on one warm session: rate, CPU per record (JVM and KPL daemon), and
+    the bytes its files hold per million records. Every run read back record by record."""
+    runs: list[dict[str, Any]] = []
+    with backends.Kinesalite() as b, spark_side() as side:
+        for payload, rows in DEDUPE_ROWS.items():
+            side.call(cmd="input", name=f"dedupe{payload}", start=0, rows=rows, files=8)
+            for v in ("sink", "sink_dedupe"):
+                b.create_stream(f"{v}-{payload}", SHARDS[payload])
+        side.call(cmd="input", name="dedupe-warm", start=WARM_START, rows=DEDUPE_ROWS[1024] // 10, files=2)
+
+        def run(variant: str, payload: int, inp: str, rep: int) -> None:
+            stream = f"{variant}-{payload}"
+            fresh(b, stream, SHARDS[payload])
+            r = side.call(
+                cmd="run",
+                variant=variant,
+                input=inp,
+                payload=payload,
+                stream=stream,
+                writer={**b.endpoint_options(), **WRITER},
+                client_kwargs=b.client_kwargs(),
+                backend_pid=b.pid,
+            )
+            if rep < 0:
+                return
+            r["rep"] = rep
+            r["verify"] = verify(b, stream, DEDUPE_ROWS[payload], 1, 0, payload)
+            say(
+                f"  rep {rep} {variant:11s} {payload:5d} B: {r['records_per_s']:>10,.0f} rec/s "
+                f"cpu={ {k: round(v, 1) for k, v in r['cpu_s'].items()} } fingerprints={r['fingerprints']}"
+            )
+            runs.append(r)
+
+        for payload in DEDUPE_ROWS:
+            for v in ("sink", "sink_dedupe"):
+                run(v, payload, "dedupe-warm", -1)
+        for rep in range(REPS):
+            for payload in DEDUPE_ROWS:
+                for v in rotate(["sink", "sink_dedupe"], rep):
+                    run(v, payload, f"dedupe{payload}", rep)
+    result["dedupe"] = {"config": {"rows": DEDUPE_ROWS, "reps": REPS}, "runs": runs, "summary": dedupe_summary(runs)}
+
+
+def dedupe_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per payload, each repetition's ratios with the mode over without it (rate; CPU per record, the JVM and the KPL
+    daemons), and the bytes the mode's files hold per million fingerprinted records."""
+    sm: dict[str, Any] = {}
+    for payload in DEDUPE_ROWS:
+        off = {r["rep"]: r for r in runs if r["variant"] == "sink" and r["payload"] == payload}
+        on = {r["rep"]: r for r in runs if r["variant"] == "sink_dedupe" and r["payload"] == payload}
+        reps = sorted(set(off) & set(on))
+        if not reps:
+            continue
+
+        def cpu(r: dict[str, Any]) -> float:
+            used: float = r["cpu_s"]["jvm"] + r["cpu_s"]["kpl_daemon"]
+            return used / float(r["rows"]) * 1e6
+
+        sm[f"dedupe_rate_ratio_{payload}"] = spread([on[k]["records_per_s"] / off[k]["records_per_s"] for k in reps])
+        sm[f"dedupe_cpu_ratio_{payload}"] = spread([cpu(on[k]) / cpu(off[k]) for k in reps])
+        sm[f"dedupe_cpu_s_per_m_off_{payload}"] = spread([cpu(off[k]) for k in reps])
+        sm[f"dedupe_cpu_s_per_m_on_{payload}"] = spread([cpu(on[k]) for k in reps])
+        stored = [on[k]["fingerprints"] for k in reps if on[k]["fingerprints"].get("records")]
+        if stored:
+            sm[f"dedupe_bytes_per_m_{payload}"] = spread([s["bytes"] / s["records"] * 1e6 for s in stored])
+    return sm
+
+
 # -- summary ----------------------------------------------------------------------------------
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
     sm: dict[str, Any] = {}
@@ -767,6 +843,8 @@ def main() -> int:
             scale.scale(result, spark_side)
         if "jmh" in PARTS:
             jmh(result)
+        if "dedupe" in PARTS:
+            dedupe(result)
         if "realtime" in PARTS:
             with tempfile.TemporaryDirectory(prefix="bench-rt-") as tmp:
                 realtime(result, Path(tmp) / "realtime.json")

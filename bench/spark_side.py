@@ -174,8 +174,11 @@ class Bench:
                 extra["partitioner"] = "fixed"
             writer = KinesisWriter(stream_name=stream, **cmd["writer"], **extra)
             dsw = dsw.foreach(writer)
-        elif variant == "sink":  # the same writer through the DataSource V2 sink
-            sink = KinesisWriter(stream_name=stream, **cmd["writer"], aggregation="writer")
+        elif variant in ("sink", "sink_dedupe"):  # the same writer through the DataSource V2 sink
+            # sink_dedupe: with skip on replay (dedupe_location): every confirmed record fingerprinted and written
+            fingerprints = Path(tempfile.mkdtemp(prefix="fp-", dir=self.work))
+            extra = {"dedupe_location": fingerprints.as_uri()} if variant == "sink_dedupe" else {}
+            sink = KinesisWriter(stream_name=stream, **cmd["writer"], aggregation="writer", **extra)
             dsw = dsw.format("kinesis").options(**sink.options())
         elif variant in ("boto3", "boto3_agg"):
             sender = boto3_partition_sender(cmd["client_kwargs"], stream, aggregate=variant == "boto3_agg")
@@ -207,7 +210,7 @@ class Bench:
         if writer is not None:
             m = writer.metrics()
             sent, failed = m["recordsSent"], m["recordsFailed"]
-        elif variant == "sink":  # the sink's totals are cumulative over the query
+        elif variant in ("sink", "sink_dedupe"):  # the sink's totals are cumulative over the query
             progress = query.lastProgress
             assert progress is not None, "the sink's query made no progress"
             m = {k: int(v) for k, v in progress["sink"]["metrics"].items()}
@@ -222,7 +225,15 @@ class Bench:
             for pid, p in after.items()
             if procs.kind(p, self.jvm_pid) == "kpl_daemon"
         }
+        stored: dict[str, int] = {}
+        if variant == "sink_dedupe":  # what the last batch left (the earlier ones are deleted as the next starts)
+            files = [f for f in fingerprints.rglob("*") if f.is_file() and not f.name.endswith(".crc")]
+            size = sum(f.stat().st_size for f in files)
+            stored = {"files": len(files), "bytes": size, "records": (size - 8 * len(files)) // 16}
+        if variant in ("sink", "sink_dedupe"):
+            shutil.rmtree(fingerprints, ignore_errors=True)
         return {
+            "fingerprints": stored,
             "variant": variant,
             "payload": payload,
             "rows": rows,

@@ -29,6 +29,15 @@ class WriterOptions(TypedDict, total=False):
     """how long a task waits for its records at the end. Default: 300000."""
     producer_idle_timeout_ms: int
     """an unused KPL daemon is stopped after this. Default: 60000."""
+    dedupe_location: str | None
+    """a directory (``s3a://bucket/prefix``, ``hdfs://…``, ``file:///shared/dir``) for the fingerprints of confirmed
+    records: a restarted query's replayed micro-batch skips what Kinesis already confirmed (``format('kinesis')``
+    streaming only; docs/reliability.md).
+    """
+    dedupe_flush_interval_ms: int
+    """with ``dedupe_location``: how often a running task writes the fingerprints confirmed since its last write (a
+    killed executor re-sends at most this window). Default: 5000.
+    """
     aws_access_key_id: str | None
     """static credentials, with ``aws_secret_access_key``; default: the AWS default credentials chain."""
     aws_secret_access_key: str | None

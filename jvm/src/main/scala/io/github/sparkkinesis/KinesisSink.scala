@@ -75,7 +75,10 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
     override def truncate(): WriteBuilder = { truncated = true; this }
 
     override def build(): Write = {
-      new KinesisWrite(KinesisWriter.prepare(parsed, info.schema(), accumulators), truncated)
+      val prepared = KinesisWriter.prepare(parsed, info.schema(), accumulators)
+      val replay = KinesisWrite.replayPlan(prepared, info.queryId())
+      val columns = KinesisWrite.contentColumns(prepared, info.schema())
+      new KinesisWrite(prepared.copy(replay = replay), truncated, columns)
     }
   }
 

@@ -8,6 +8,7 @@ import org.slf4j.LoggerFactory
 import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
 
 import io.github.sparkkinesis.aggregation.HashKey
+import io.github.sparkkinesis.replay.TaskReplay
 
 /** One task's writes, whatever the entry point (`foreach`, or the `kinesis` DataSource V2 sink for streaming and
   * batch): each adapter turns its rows into [[KinesisRecord]]s and drives this core.
@@ -25,7 +26,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
     pool: ProducerPool,
     accumulators: Option[WriterAccumulators],
     val partitionId: Long,
-    epochId: Long
+    epochId: Long,
+    replay: TaskReplay = null
 ) {
   private val producer: SharedProducer = pool.acquire(
     options.producer,
@@ -35,6 +37,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
     options.maxOutstandingBytes
   )
   private[sparkkinesis] val state = new WriterState(options, producer)
+  state.replay = replay
   private var closed = false
 
   private val limiter: QueueLimiter = {
@@ -50,6 +53,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
   def write(record: KinesisRecord): Unit = {
     val s = state
     s.check()
+    if (replay != null && replay.skip(record.stream, record.partitionKey, record.explicitHashKey, record.data)) return
     val bytes = record.data.remaining()
     RecordLimit.check(record, bytes, producer)
     RecordLimit.checkBound(record.stream, bytes, options.maxOutstandingBytes)
@@ -103,6 +107,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
     producer.client.flush()
     state.awaitDrained(options.flushTimeoutMs, flushOwn)
     state.check()
+    if (replay != null) replay.commit()
   }
 
   /** Ends the task: totals to the accumulators (committed or not, as today's metrics count confirmed records), one INFO
@@ -111,6 +116,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
   def close(committed: Boolean): Unit = if (!closed) {
     closed = true
     try {
+      if (replay != null && !committed) replay.abort()
       accumulators.foreach(_.add(state))
       KinesisTaskWriter.log.info(state.summary(partitionId, epochId, committed))
     } finally pool.release(producer)
@@ -122,8 +128,10 @@ private[sparkkinesis] object KinesisTaskWriter {
 
   /** Puts one user record as it is (the KPL may still aggregate it); its completion is counted for `state`. */
   def putAlone(client: ProducerClient, record: KinesisRecord, state: WriterState, bytes: Int, start: Long): Unit = {
+    // With skip on replay, the data as put: the KPL reads the record's buffer, which leaves nothing to fingerprint.
+    val confirmed = if (state.replay != null) record.copy(data = record.data.duplicate()) else null
     val future = client.put(record)
-    future.addListener(new RecordCallback(future, state, bytes, start), MoreExecutors.directExecutor())
+    future.addListener(new RecordCallback(future, state, bytes, start, confirmed), MoreExecutors.directExecutor())
   }
 
   private def warnBlocked(options: KinesisWriterOptions, waitedMs: Long): Unit =
@@ -143,12 +151,14 @@ private[sparkkinesis] final class RecordCallback(
     future: ListenableFuture[UserRecordResult],
     state: WriterState,
     bytes: Int,
-    startNanos: Long
+    startNanos: Long,
+    record: KinesisRecord = null
 ) extends Runnable {
   def run(): Unit =
     try {
       val result = Futures.getDone(future)
       state.latency(startNanos)
+      state.confirmed(record)
       state.succeeded(result, 1, bytes.toLong)
     } catch {
       case e: ExecutionException    => state.failed(e.getCause, 1, bytes.toLong)

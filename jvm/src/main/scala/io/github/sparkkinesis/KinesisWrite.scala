@@ -10,10 +10,21 @@ import org.apache.spark.sql.connector.write.{
   Write,
   WriterCommitMessage
 }
+import org.apache.spark.sql.connector.distributions.{Distribution, Distributions}
+import org.apache.spark.sql.connector.expressions.{Expression, Expressions, SortOrder}
+import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
 
+import io.github.sparkkinesis.replay.{ReplayPlan, TaskReplay}
+
 /** The logical write of the `kinesis` sink: options and schema checked, ready for a batch or a streaming query. */
-private[sparkkinesis] final class KinesisWrite(prepared: KinesisWriter.Prepared, truncate: Boolean) extends Write {
+private[sparkkinesis] final class KinesisWrite(
+    prepared: KinesisWriter.Prepared,
+    truncate: Boolean,
+    contentColumns: Seq[String] = Nil
+) extends Write
+    with RequiresDistributionAndOrdering {
   override def description(): String = s"Kinesis(${prepared.options.label}, queueLimit=${prepared.options.queueLimit})"
 
   override def toBatch: BatchWrite = {
@@ -24,6 +35,40 @@ private[sparkkinesis] final class KinesisWrite(prepared: KinesisWriter.Prepared,
   override def toStreaming: StreamingWrite = new KinesisStreamingWrite(prepared)
 
   override def supportedCustomMetrics(): Array[CustomMetric] = KinesisSinkMetric.all.toArray
+
+  /** A replayed batch (skip on replay) clusters rows by their record's content, so equal records meet in one task and
+    * each task's use of the earlier confirmations is exact; any other write leaves the rows where they are.
+    */
+  override def requiredDistribution(): Distribution = prepared.replay match {
+    case Some(p) if p.replay =>
+      Distributions.clustered(contentColumns.map(c => Expressions.column(c): Expression).toArray)
+    case _ => Distributions.unspecified()
+  }
+  override def requiredOrdering(): Array[SortOrder] = Array.empty
+}
+
+private[sparkkinesis] object KinesisWrite {
+
+  /** Whether this task is a retry of its partition (Spark's attempt number above 0). */
+  def retried: Boolean = Option(org.apache.spark.TaskContext.get()).exists(_.attemptNumber() > 0)
+
+  /** Skip on replay's plan for the micro-batch Spark is planning (None when the mode is off). */
+  def replayPlan(prepared: KinesisWriter.Prepared, queryId: String): Option[ReplayPlan] =
+    prepared.options.dedupe.map { d =>
+      ReplayPlan.plan(KinesisWriterOptions.DedupeLocation.name, d.location, d.flushIntervalMs, keyed(prepared), queryId)
+    }
+
+  /** Whether a record's partition key comes from its row (a generated one is no part of its content). */
+  private def keyed(prepared: KinesisWriter.Prepared): Boolean =
+    !prepared.options.partitioner.exists(_ != Partitioner.NoKey)
+
+  /** The columns a record's content comes from (fingerprinted on replay: stream, partition key, hash key, data). */
+  def contentColumns(prepared: KinesisWriter.Prepared, schema: StructType): Seq[String] = {
+    val names = schema.fieldNames.toSet
+    Seq(RowConverter.Data) ++
+      Seq(RowConverter.StreamName, RowConverter.ExplicitHashKey).filter(names.contains) ++
+      Seq(RowConverter.PartitionKey).filter(c => keyed(prepared) && names.contains(c))
+  }
 }
 
 /** Commits need no coordination: every task's records are confirmed before its commit returns, and Kinesis has nothing
@@ -54,7 +99,7 @@ private[sparkkinesis] final class KinesisDataWriterFactory(prepared: KinesisWrit
     createWriter(partitionId, taskId, -1L)
 
   override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
-    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId)
+    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId, taskId, KinesisWrite.retried)
 }
 
 /** The DataSource V2 adapter over [[KinesisTaskWriter]]: `commit` returns once every record of the task is confirmed,
@@ -64,9 +109,18 @@ private[sparkkinesis] final class KinesisDataWriter(
     prepared: KinesisWriter.Prepared,
     pool: ProducerPool,
     partitionId: Int,
-    epochId: Long
+    epochId: Long,
+    taskId: Long = -1L,
+    retried: Boolean = false
 ) extends DataWriter[InternalRow] {
-  private val task = new KinesisTaskWriter(prepared.options, pool, prepared.accumulators, partitionId, epochId)
+  private val task = new KinesisTaskWriter(
+    prepared.options,
+    pool,
+    prepared.accumulators,
+    partitionId,
+    epochId,
+    prepared.replay.map(p => new TaskReplay(p, partitionId.toLong, epochId, taskId, retried)).orNull
+  )
   private val converter = prepared.converter
 
   override def write(row: InternalRow): Unit = task.write(converter.convertInternal(row, partitionId.toLong))

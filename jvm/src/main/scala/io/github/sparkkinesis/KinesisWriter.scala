@@ -3,6 +3,7 @@ package io.github.sparkkinesis
 import org.apache.spark.sql.types.StructType
 
 import io.github.sparkkinesis.compat.CollectionConverters._
+import io.github.sparkkinesis.replay.ReplayPlan
 
 /** The `foreach` entry point (Python's `KinesisWriter` calls `create` through py4j; Scala and Java callers too), and
   * the driver-side build it shares with the `format("kinesis")` entry point ([[KinesisSourceProvider]]).
@@ -19,6 +20,7 @@ object KinesisWriter {
     */
   def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
     val p = prepare(options.asScala.toMap, schema)
+    if (p.options.dedupe.isDefined) throw ReplayPlan.foreachRefused(KinesisWriterOptions.DedupeLocation.name)
     new KinesisForeachWriter(p.options, p.converter, p.accumulators)
   }
 
@@ -26,7 +28,8 @@ object KinesisWriter {
   private[sparkkinesis] final case class Prepared(
       options: KinesisWriterOptions,
       converter: RowConverter,
-      accumulators: Option[WriterAccumulators]
+      accumulators: Option[WriterAccumulators],
+      replay: Option[ReplayPlan] = None
   )
 
   private[sparkkinesis] def prepare(options: Map[String, String], schema: StructType): Prepared = {

@@ -11,7 +11,8 @@ private[sparkkinesis] final case class KinesisWriterOptions(
     partitioner: Option[Partitioner],
     flushTimeoutMs: Long,
     producerIdleTimeoutMs: Long,
-    producer: ProducerConfig
+    producer: ProducerConfig,
+    dedupe: Option[DedupeOptions] = None
 ) {
 
   /** Names this writer's metrics source and accumulators: the stream, or `perRowStreams`. */
@@ -102,6 +103,22 @@ private[sparkkinesis] object KinesisWriterOptions {
     "long",
     "an unused KPL daemon is stopped after this.",
     Some("60000"),
+    atLeast1("a positive number of milliseconds")
+  )
+  val DedupeLocation: OptionSpec = row(
+    "dedupe_location",
+    "string",
+    "a directory (``s3a://bucket/prefix``, ``hdfs://…``, ``file:///shared/dir``) for the fingerprints of confirmed " +
+      "records: a restarted query's replayed micro-batch skips what Kinesis already confirmed (``format('kinesis')`` " +
+      "streaming only; docs/reliability.md).",
+    allowed = Some(Allowed.NonBlank)
+  )
+  val DedupeFlushIntervalMs: OptionSpec = row(
+    "dedupe_flush_interval_ms",
+    "long",
+    "with ``dedupe_location``: how often a running task writes the fingerprints confirmed since its last write (a " +
+      "killed executor re-sends at most this window).",
+    Some("5000"),
     atLeast1("a positive number of milliseconds")
   )
   val AccessKeyId: OptionSpec = row(
@@ -232,7 +249,9 @@ private[sparkkinesis] object KinesisWriterOptions {
       partitioner = in.word(PartitionerKey).map(w => Partitioner.all.find(_.name == w).get),
       flushTimeoutMs = in.long(FlushTimeoutMs).get,
       producerIdleTimeoutMs = in.long(ProducerIdleTimeoutMs).get,
-      producer = producer
+      producer = producer,
+      dedupe =
+        str(DedupeLocation).map(l => DedupeOptions(DedupeOptions.location(l), in.long(DedupeFlushIntervalMs).get))
     )
   }
 

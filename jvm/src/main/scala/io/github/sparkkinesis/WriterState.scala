@@ -12,7 +12,8 @@ import io.github.sparkkinesis.shaded.kpl.{
   UserRecordResult
 }
 
-import io.github.sparkkinesis.aggregation.RecordOwner
+import io.github.sparkkinesis.aggregation.{Pending, RecordOwner}
+import io.github.sparkkinesis.replay.TaskReplay
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** Per-task bookkeeping: pending records, first error, and the task's totals. */
@@ -34,6 +35,16 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   var writtenBytes = 0L
   var blockedNanos = 0L
   private var puts = 0L
+  // Set before the task's first put (skip on replay, docs/reliability.md); null when the mode is off.
+  var replay: TaskReplay = null
+
+  override def confirmed(p: Pending): Unit =
+    if (replay != null) replay.confirmed(p.stream, p.partitionKey, p.explicitHashKey, p.data)
+
+  /** A record sent alone confirmed; `data` as it was put. */
+  def confirmed(record: KinesisRecord): Unit =
+    if (replay != null && record != null)
+      replay.confirmed(record.stream, record.partitionKey, record.explicitHashKey, record.data)
 
   /** A start time for 1 in LatencySampleEvery records (0 = not sampled): `nanoTime` is not free. */
   def latencyStart(): Long = {
@@ -94,7 +105,9 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     */
   private def done(n: Int, bytes: Long): Unit = {
     bound.release(n, bytes)
-    if (pending.addAndGet(-n.toLong) == 0 || firstError.get != null) bound.latch.trigger()
+    val left = pending.addAndGet(-n.toLong)
+    if (left == 0 || firstError.get != null) bound.latch.trigger()
+    if (left == 0 && replay != null) replay.drained()
   }
 
   /** Rethrows the first async failure (fail_on_error), wrapped so the stack shows the caller. */
@@ -123,6 +136,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     s"KinesisTaskWriter ${if (committed) "committed" else "aborted"} partition=$partitionId epoch=$epochId " +
       s"stream=${options.label} sent=${sent.sum} failed=${failedCount.sum} bytes=${bytesSent.sum} " +
       s"pending=${pending.get} backpressureCycles=$cycles blockedMs=${blockedNanos / 1000000L} " +
+      (if (replay != null) replay.summary + " " else "") +
       s"(producer ${producer.sourceName})"
 }
 

@@ -30,6 +30,9 @@ private[sparkkinesis] trait RecordOwner {
 
   /** A confirmed record's latency from `startNanos` (0: not sampled), on the owner's clock. */
   def latency(startNanos: Long): Unit
+
+  /** Kinesis confirmed this user record (one call per record, before its run's `succeeded`). */
+  def confirmed(p: Pending): Unit = ()
 }
 
 /** What the aggregation counts. */

@@ -37,7 +37,7 @@ private[sparkkinesis] object Pending {
         val e = entries(j)
         bytes += e.bytes
         n += 1
-        if (result.isRight) owner.latency(e.startNanos)
+        if (result.isRight) { owner.latency(e.startNanos); owner.confirmed(e) }
         j += 1
       }
       result match {

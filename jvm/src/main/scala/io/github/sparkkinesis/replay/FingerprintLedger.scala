@@ -1,0 +1,87 @@
+package io.github.sparkkinesis.replay
+
+import java.util.concurrent.{Executors, ScheduledExecutorService, ScheduledFuture, TimeUnit}
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.Path
+import org.slf4j.LoggerFactory
+
+import io.github.sparkkinesis.Threads
+import io.github.sparkkinesis.aggregation.Clock
+
+/** One task attempt's confirmed fingerprints on their way to the store: Kinesis' confirmations add to it (on the
+  * producer's callback threads), and each flush writes what came since the last one as a new file `<prefix>-<seq>`:
+  * every `intervalNanos` while the task runs (a killed executor loses at most that window), at its commit (after every
+  * record is confirmed) and at its abort (what was confirmed so far).
+  */
+private[sparkkinesis] final class FingerprintLedger(
+    store: FingerprintStore,
+    dir: Path,
+    prefix: String,
+    intervalNanos: Long,
+    clock: Clock
+) {
+  private val lock = new Object
+  private var pending = new LongArrayBuilder // guarded by lock
+  private var seq = 0 // guarded by this (the flush)
+  @volatile private var nextFlush = clock.nanoTime() + intervalNanos
+  @volatile private var recorded = 0L
+
+  /** A confirmed record's fingerprint; any thread. */
+  val add: Fingerprint.Sink = (h1: Long, h2: Long) => lock.synchronized(pending.add(h1, h2))
+
+  /** Flushes if the interval has passed since the last flush. */
+  def flushIfDue(): Unit = if (clock.nanoTime() - nextFlush >= 0) flush()
+
+  /** Writes what was confirmed since the last flush (nothing if nothing was); on a failure it stays for the next. */
+  def flush(): Unit = synchronized {
+    nextFlush = clock.nanoTime() + intervalNanos
+    val delta = lock.synchronized { val d = pending; pending = new LongArrayBuilder; d }
+    if (delta.pairs > 0) {
+      try store.write(dir, s"$prefix-$seq", delta.result(), delta.pairs)
+      catch {
+        case e: Throwable =>
+          lock.synchronized { val newer = pending; pending = delta; pending.addAll(newer) }
+          throw e
+      }
+      seq += 1
+      recorded += delta.pairs
+    }
+  }
+
+  /** Fingerprints written so far, and files. */
+  def written: Long = recorded
+  def files: Int = seq
+}
+
+/** The one thread per JVM that flushes running tasks' ledgers on their interval. */
+private[sparkkinesis] object LedgerFlusher {
+  private val log = LoggerFactory.getLogger(getClass)
+
+  private lazy val timer: ScheduledExecutorService =
+    Executors.newSingleThreadScheduledExecutor(Threads.factory("spark-kinesis-fingerprint-flusher"))
+
+  /** Runs `work` once, on this thread. */
+  def submit(work: Runnable): Unit = { timer.execute(work); () }
+
+  /** Flushes `ledger` when due, checked a few times per interval, until the returned handle is cancelled. A failed
+    * flush is logged once per ledger and tried again at the next interval (the commit's flush throws it).
+    */
+  def register(ledger: FingerprintLedger, intervalMs: Long): ScheduledFuture[_] = {
+    val step = math.max(10L, intervalMs / 4)
+    var warned = false
+    timer.scheduleWithFixedDelay(
+      () =>
+        try ledger.flushIfDue()
+        catch {
+          case NonFatal(e) =>
+            if (!warned) log.warn(s"Writing confirmed fingerprints failed; trying again in ${intervalMs} ms: $e")
+            warned = true
+        },
+      step,
+      step,
+      TimeUnit.MILLISECONDS
+    )
+  }
+}

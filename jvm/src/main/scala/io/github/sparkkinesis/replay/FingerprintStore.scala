@@ -1,0 +1,118 @@
+package io.github.sparkkinesis.replay
+
+import java.io.{DataInputStream, DataOutputStream, IOException}
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
+import org.slf4j.LoggerFactory
+
+/** The fingerprints of confirmed records on a Hadoop FileSystem (`s3a://`, `hdfs://`, `file://`):
+  * `<root>/<queryId>/<batchId>/<partition>-<plan>-<attempt>-<nonce>-<seq>` (`plan`: the driver's plan of the batch),
+  * each file written once (create-only, never overwritten) by one task attempt: a version header, then 16 bytes per
+  * confirmed record. Names are unique by the attempt's random nonce, so concurrent or retried attempts (also of another
+  * run, whose attempt ids start again) never meet; create-only is the second guard.
+  */
+private[sparkkinesis] final class FingerprintStore(root: Path, conf: Configuration) {
+  import FingerprintStore._
+
+  private lazy val fs: FileSystem = root.getFileSystem(conf)
+
+  def queryDir(queryId: String): Path = new Path(root, queryId)
+  def batchDir(queryId: String, batchId: Long): Path = new Path(queryDir(queryId), batchId.toString)
+
+  /** Writes `count` pairs of `fingerprints` as a new file `name` in `dir`; fails if it exists. */
+  def write(dir: Path, name: String, fingerprints: Array[Long], count: Int): Unit = {
+    val out = new DataOutputStream(
+      fs.createFile(new Path(dir, name))
+        .overwrite(false)
+        .recursive()
+        .opt(ConditionalCreate, true) // S3A: If-None-Match on the PUT where the Hadoop has it (3.4.2+)
+        .build()
+    )
+    try {
+      out.writeInt(Magic)
+      out.writeInt(Version)
+      var i = 0
+      while (i < 2 * count) { out.writeLong(fingerprints(i)); i += 1 }
+    } finally out.close()
+  }
+
+  /** The fingerprints written for the batch so far in the files whose name `accept`s (h1, h2, …), or None if none. */
+  def read(queryId: String, batchId: Long, accept: String => Boolean = _ => true): Option[Array[Long]] = {
+    val files = list(batchDir(queryId, batchId)).filter(f => f.isFile && accept(f.getPath.getName))
+    if (files.isEmpty) None
+    else {
+      val out = new LongArrayBuilder
+      files.foreach(f => readFile(f, out))
+      Some(out.result())
+    }
+  }
+
+  /** Whether the batch has fingerprints from an earlier attempt. */
+  def exists(queryId: String, batchId: Long): Boolean = list(batchDir(queryId, batchId)).exists(_.isFile)
+
+  /** Deletes the fingerprints of the query's batches before `batchId` (committed: Spark plans a batch only once the one
+    * before it is in the commit log). Returns how many batches went; a failure is logged, never thrown: leftovers only
+    * cost storage.
+    */
+  def deleteBefore(queryId: String, batchId: Long): Int =
+    list(queryDir(queryId)).filter(s => s.isDirectory && batchNumber(s.getPath.getName).exists(_ < batchId)).count {
+      s =>
+        try fs.delete(s.getPath, true)
+        catch {
+          case NonFatal(e) =>
+            log.warn(s"Could not delete the fingerprints of committed batch ${s.getPath}: $e (they only cost storage)")
+            false
+        }
+    }
+
+  private def list(dir: Path): Seq[FileStatus] =
+    try fs.listStatus(dir).toSeq
+    catch { case _: java.io.FileNotFoundException => Nil }
+
+  private def readFile(f: FileStatus, out: LongArrayBuilder): Unit = {
+    val in = new DataInputStream(fs.open(f.getPath))
+    try {
+      val magic = in.readInt()
+      val version = in.readInt()
+      if (magic != Magic || version != Version)
+        throw new IOException(
+          s"${f.getPath} is not a fingerprint file of version $Version (magic $magic, version $version): " +
+            "written by another spark-kinesis version, or not by spark-kinesis. Remove the batch's directory to " +
+            "replay it without skipping."
+        )
+      // Whole pairs only: a file cut short by a crash still holds confirmed records.
+      val pairs = (f.getLen - HeaderBytes) / 16
+      var i = 0L
+      while (i < pairs) { out.add(in.readLong(), in.readLong()); i += 1 }
+    } finally in.close()
+  }
+}
+
+private[sparkkinesis] object FingerprintStore {
+  val Magic: Int = 0x534b4650 // "SKFP"
+  val Version: Int = 1
+  val HeaderBytes: Int = 8
+  val ConditionalCreate = "fs.option.create.conditional.overwrite"
+  private val log = LoggerFactory.getLogger(classOf[FingerprintStore])
+
+  private def batchNumber(name: String): Option[Long] =
+    if (name.nonEmpty && name.forall(_.isDigit)) scala.util.Try(name.toLong).toOption else None
+}
+
+/** A growing array of fingerprint pairs. */
+private[replay] final class LongArrayBuilder {
+  private var a = new Array[Long](64)
+  private var n = 0
+  def add(h1: Long, h2: Long): Unit = {
+    if (n + 2 > a.length) a = java.util.Arrays.copyOf(a, a.length * 2)
+    a(n) = h1
+    a(n + 1) = h2
+    n += 2
+  }
+  def pairs: Int = n / 2
+  def addAll(o: LongArrayBuilder): Unit = { var i = 0; while (i < o.n) { add(o.a(i), o.a(i + 1)); i += 2 } }
+  def result(): Array[Long] = java.util.Arrays.copyOf(a, n)
+}

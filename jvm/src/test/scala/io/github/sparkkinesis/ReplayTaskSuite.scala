@@ -1,0 +1,167 @@
+package io.github.sparkkinesis
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.unsafe.types.UTF8String
+import org.scalatest.funsuite.AnyFunSuite
+
+import io.github.sparkkinesis.compat.CollectionConverters._
+import io.github.sparkkinesis.replay.{HadoopConf, ReplayPlan}
+
+/** Skip on replay through the task core, with fake producers: what a task records when Kinesis confirms (alone or
+  * inside the writer's aggregates), what an abort keeps, and what a replay skips.
+  */
+class ReplayTaskSuite extends AnyFunSuite {
+  import TestWriters._
+
+  private val dir = Files.createTempDirectory("replay-task").toUri.toString
+  private def plan(batch: Long, replay: Boolean, query: String) =
+    ReplayPlan(
+      dir,
+      query,
+      batch,
+      replay,
+      keyed = true,
+      60000L,
+      java.util.UUID.randomUUID().toString,
+      new HadoopConf(new Configuration())
+    )
+
+  private def dataWriter(
+      fakes: FakePool,
+      p: ReplayPlan,
+      partition: Int,
+      extra: Map[String, String] = perRecord,
+      retried: Boolean = false
+  ) = {
+    val opts = options(extra)
+    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, Some(p))
+    new KinesisDataWriter(prepared, fakes.pool, partition, p.batchId, partition.toLong, retried)
+  }
+  private def irow(key: String, data: String): InternalRow =
+    InternalRow(UTF8String.fromString(key), UTF8String.fromString(data))
+  private def sentData(fakes: FakePool): Seq[String] =
+    fakes.last.sent.asScala.toSeq.map { r =>
+      val b = new Array[Byte](r.data.remaining()); r.data.duplicate().get(b); new String(b, UTF_8)
+    }
+
+  private def eventually(cond: => Boolean): Unit = {
+    val deadline = System.nanoTime() + 10000000000L
+    while (!cond) { assert(System.nanoTime() < deadline, "timed out"); Thread.`yield`() }
+  }
+
+  /** An abort's last write runs on the JVM's one flusher thread: a task queued behind it has run once it is done. */
+  private def abortAndWait(w: KinesisDataWriter): Unit = {
+    w.abort()
+    val done = new java.util.concurrent.CountDownLatch(1)
+    io.github.sparkkinesis.replay.LedgerFlusher.submit(() => done.countDown())
+    assert(done.await(10, java.util.concurrent.TimeUnit.SECONDS), "the flusher did not run")
+  }
+
+  private def commitAsync(w: KinesisDataWriter): Thread = { val t = new Thread(() => w.commit()); t.start(); t }
+
+  test("an aborted attempt keeps what was confirmed; its replay skips each of those once, sends the rest") {
+    val fakes = new FakePool
+    val first = dataWriter(fakes, plan(4, replay = false, "q1"), 0)
+    Seq("a", "a", "b").foreach(d => first.write(irow("k", d)))
+    fakes.last.succeed(2) // Kinesis confirmed a and a; b is still out when the query stops
+    abortAndWait(first)
+    assert(sentData(fakes) == Seq("a", "a", "b"), "a first attempt skips nothing")
+
+    val fakes2 = new FakePool
+    val replay = dataWriter(fakes2, plan(4, replay = true, "q1"), 1)
+    Seq("a", "b", "a", "a", "c").foreach(d => replay.write(irow("k", d)))
+    assert(sentData(fakes2) == Seq("b", "a", "c"), "a twice confirmed: the third a goes; b was never confirmed")
+    val t = commitAsync(replay)
+    fakes2.last.succeed(3)
+    t.join(10000)
+    assert(!t.isAlive)
+
+    // The replay's own confirmations add up: a second replay skips all of them (a x3, b, c), a key apart.
+    val fakes3 = new FakePool
+    val again = dataWriter(fakes3, plan(4, replay = true, "q1"), 0)
+    Seq("a", "a", "a", "a", "b", "c").foreach(d => again.write(irow("k", d)))
+    again.write(irow("other-key", "c"))
+    assert(sentData(fakes3) == Seq("a", "c"), "a fourth a and c under another partition key are new records")
+    abortAndWait(again)
+  }
+
+  test("records confirmed inside the writer's aggregates are recorded one by one; a plan of another batch skips none") {
+    val fakes = new FakePool
+    val agg = perRecord ++ Map("aggregation" -> "writer", "kpl.RecordMaxBufferedTime" -> "60000")
+    val first = dataWriter(fakes, plan(9, replay = false, "q2"), 0, agg)
+    val rows = (0 until 40).map(i => s"r${i % 30}")
+    rows.foreach(d => first.write(irow(s"k$d", d)))
+    val t = commitAsync(first)
+    eventually(t.getState == Thread.State.TIMED_WAITING) // the commit sealed this task's aggregates and waits
+    fakes.last.succeedAllIn(FakeMetadata.even(2))
+    t.join(10000)
+    assert(!t.isAlive)
+    assert(fakes.last.sent.size < rows.size, "aggregated")
+
+    val fakes2 = new FakePool
+    val replay = dataWriter(fakes2, plan(9, replay = true, "q2"), 0)
+    (rows :+ "r0" :+ "new").foreach(d => replay.write(irow(s"k$d", d)))
+    assert(sentData(fakes2) == Seq("r0", "new"), "r0 was confirmed twice of three")
+    abortAndWait(replay)
+
+    val fakes3 = new FakePool
+    val stale = dataWriter(fakes3, plan(8, replay = true, "q2"), 0)
+    Seq("r1", "r2").foreach(d => stale.write(irow(s"k$d", d)))
+    assert(sentData(fakes3) == Seq("r1", "r2"), "batch 8's plan finds nothing of batch 9")
+    abortAndWait(stale)
+  }
+
+  test("a retried task skips what its partition's earlier attempts confirmed under the same plan, nothing else") {
+    val first = plan(2, replay = false, "q3")
+    val fakes = new FakePool
+    val a1 = dataWriter(fakes, first, 0)
+    Seq("a", "a", "b").foreach(d => a1.write(irow("k", d)))
+    fakes.last.succeed(2)
+    abortAndWait(a1)
+
+    def sends(p: ReplayPlan, partition: Int, retried: Boolean, rows: Seq[String]): Seq[String] = {
+      val f = new FakePool
+      val w = dataWriter(f, p, partition, retried = retried)
+      rows.foreach(d => w.write(irow("k", d)))
+      val out = sentData(f)
+      f.last.succeed(out.size)
+      abortAndWait(w)
+      out
+    }
+    assert(sends(first, 0, retried = false, Seq("a")) == Seq("a"), "a first attempt reads nothing")
+    assert(sends(first, 1, retried = true, Seq("a", "b")) == Seq("a", "b"), "partition 0's confirmations are its own")
+    val other = plan(2, replay = false, "q3")
+    assert(sends(other, 0, retried = true, Seq("a")) == Seq("a"), "another plan's partition 0 holds other rows")
+    // Partition 0 of `first`: a x2 (a1) and a x1 (the first attempt above) confirmed; its retry skips three a.
+    assert(sends(first, 0, retried = true, Seq("a", "a", "a", "a", "b")) == Seq("a", "b"))
+
+    // A replay of batch 2 counts every earlier plan's confirmations once, and its own partition's on a retry.
+    val replay = plan(2, replay = true, "q3")
+    val earlier = 2 + 1 + 1 + 1 + 1 // a confirmed: a1, first's p0, first's p1, other's p0, first's p0 retry
+    assert(sends(replay, 0, retried = false, Seq.fill(earlier + 1)("a")) == Seq("a"))
+    assert(sends(replay, 0, retried = true, Seq.fill(earlier + 2)("a")) == Seq("a"), "the earlier a, then its own")
+  }
+
+  test("only a replayed batch asks Spark to cluster rows by their content") {
+    val opts = options(perRecord)
+    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, None)
+    val columns = KinesisWrite.contentColumns(prepared, schema)
+    assert(columns == Seq("data", "partitionKey"))
+    val generated = options(Map("partitioner" -> "random"))
+    assert(KinesisWrite.contentColumns(prepared.copy(options = generated), binarySchema) == Seq("data"))
+    def distribution(p: Option[ReplayPlan]) =
+      new KinesisWrite(prepared.copy(replay = p), truncate = false, columns).requiredDistribution()
+    assert(distribution(None).isInstanceOf[org.apache.spark.sql.connector.distributions.UnspecifiedDistribution])
+    assert(
+      distribution(Some(plan(1, replay = false, "q4")))
+        .isInstanceOf[org.apache.spark.sql.connector.distributions.UnspecifiedDistribution]
+    )
+    val clustered = distribution(Some(plan(1, replay = true, "q4")))
+      .asInstanceOf[org.apache.spark.sql.connector.distributions.ClusteredDistribution]
+    assert(clustered.clustering().map(_.toString).toSeq == Seq("data", "partitionKey"))
+  }
+}

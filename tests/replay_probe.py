@@ -1,0 +1,129 @@
+"""Replays one micro-batch of a format("kinesis") query twice over, without and with skip on replay, and says what it
+wrote where; the test reads both streams back.
+
+Run through tests/probe.py. Config: input, workdir, streams ({"off": s1, "on": s2}), upstream, writer_options, jars,
+scenario:
+
+- "stop": query.stop() while the batch is writing (Kinesis answering slowly behind a fault front, once some records
+  are confirmed), then a new query from the checkpoint: the batch again, then the rest.
+- "uncommitted": the batch runs to its end, every task committed; its commit log entry is then removed, which leaves
+  the checkpoint as a driver killed between the last task's commit and that entry leaves it. A new query replays it.
+- "kill": on ``local-cluster`` (two executor JVMs), one executor JVM killed (SIGKILL) while both write (Kinesis
+  answering slowly, once ``kill_after`` records are in the stream): Spark runs its task again elsewhere, in the same
+  batch.
+- "changed": as "uncommitted", then the batch's input files are rewritten (``replacement``: new rows for some) and the
+  replay splits its files into more partitions (``spark.sql.files.maxPartitionBytes``).
+
+Each mode ("off", "on") runs its own query, checkpoint and stream in this JVM. Says STOPPED (per mode, for "stop"),
+then DONE.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import probe
+import spark_kinesis  # noqa: F401  (installs the foreach hook)
+from helpers import live_producer, poll
+from pyspark.sql import functions as F
+from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit import procs
+from spark_kinesis_testkit.emulator import (
+    FAKE_ACCESS_KEY_ID,
+    FAKE_SECRET_ACCESS_KEY,
+    REGION,
+    loopback_session_builder,
+    read_stream,
+)
+from spark_kinesis_testkit.faults import FaultFront
+
+
+def kinesis_client(endpoint: str) -> Any:
+    import boto3
+
+    return boto3.client(
+        "kinesis",
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=FAKE_ACCESS_KEY_ID,
+        aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
+    )
+
+
+def main() -> None:
+    cfg = probe.config()
+    master = "local-cluster[2,1,1024]" if cfg["scenario"] == "kill" else "local[2]"
+    spark = loopback_session_builder(master, "replay-probe", cfg["jars"]).getOrCreate()
+    work = Path(cfg["workdir"])
+    with FaultFront(cfg["upstream"]) as front:
+        for mode, stream in cfg["streams"].items():
+            opts = {**cfg["writer_options"], "endpoint": front.endpoint}
+            if mode == "on":
+                opts.update(dedupe_location=(work / "fingerprints").as_uri(), dedupe_flush_interval_ms=200)
+            writer = KinesisWriter(stream_name=stream, **opts)
+            source = work / f"in-{mode}"
+            shutil.copytree(cfg["input"], source)
+            checkpoint = work / f"ckpt-{mode}"
+            df = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(str(source))
+            df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
+
+            def start(df: Any = df, writer: Any = writer, checkpoint: Path = checkpoint) -> Any:
+                return (
+                    df.writeStream.format("kinesis")
+                    .options(**writer.options())
+                    .option("checkpointLocation", str(checkpoint))
+                    .start()
+                )
+
+            if cfg["scenario"] == "kill":
+                front.add_latency(300)
+                q = start()
+                client = kinesis_client(cfg["upstream"])
+                poll("records in the stream", lambda s=stream, c=client: len(read_stream(c, s)) >= cfg["kill_after"])
+                driver = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+                executors = procs.find(driver, "CoarseGrainedExecutorBackend")
+                procs.kill(executors[:1])
+                probe.say("KILLED", {"mode": mode, "executors": len(executors)})
+                front.add_latency(0)
+                q.processAllAvailable()
+                q.stop()
+                continue
+            if cfg["scenario"] == "stop":
+                front.add_latency(300)
+                q = start()
+                poll("some records confirmed", lambda s=stream: (p := live_producer(spark, s)) and p.records_sent >= 60)
+                q.stop()
+                front.add_latency(0)
+                poll(
+                    "the stopped tasks' records complete",
+                    lambda s=stream: (p := live_producer(spark, s)) and p.in_flight_records == 0 and p.users == 0,
+                )
+                commits = sorted(f.name for f in (checkpoint / "commits").glob("[0-9]*"))
+                probe.say("STOPPED", {"mode": mode, "commits": commits})
+            else:
+                q = start()
+                q.processAllAvailable()
+                q.stop()
+                # The driver "died" before logging batch 0's commit (the entry and Hadoop's checksum of it).
+                for name in ("0", ".0.crc"):
+                    (checkpoint / "commits" / name).unlink(missing_ok=True)
+                if cfg["scenario"] == "changed":
+                    for name, lines in cfg["replacement"].items():
+                        (source / name).write_text("".join(json.dumps(r) + "\n" for r in lines))
+                    spark.conf.set("spark.sql.files.maxPartitionBytes", "2048")
+            q = start()
+            q.processAllAvailable()
+            q.stop()
+            spark.conf.unset("spark.sql.files.maxPartitionBytes")
+            if q.exception() is not None:
+                probe.failed(str(q.exception()))
+                return
+    spark.stop()
+    probe.done()
+
+
+if __name__ == "__main__":
+    main()
