@@ -11,15 +11,19 @@ import io.github.sparkkinesis.compat.CollectionConverters._
 
 class SenderSuite extends AnyFunSuite {
 
-  /** A FakeProducer that notes, for every call, the calling thread and whether it was interrupted. */
+  /** A FakeProducer that notes, for every call, the calling thread and whether it was interrupted. A put is noted once
+    * the fake holds it, so a test that has seen the note sees the record outstanding in the fake.
+    */
   final class Recording extends FakeProducer {
     val calls = new ConcurrentLinkedQueue[(String, String, Boolean)]() // (what, thread, interrupted)
-    private def note(what: String): Unit =
-      calls.add((what, Thread.currentThread().getName, Thread.currentThread().isInterrupted))
+    private def note(what: String, interrupted: Boolean): Unit =
+      calls.add((what, Thread.currentThread().getName, interrupted))
     override def put(record: KinesisRecord): ListenableFuture[UserRecordResult] = {
-      note(new String(record.data.array(), "UTF-8")); super.put(record)
+      val interrupted = Thread.currentThread().isInterrupted
+      try super.put(record)
+      finally note(new String(record.data.array(), "UTF-8"), interrupted)
     }
-    override def flush(): Unit = { note("flush"); super.flush() }
+    override def flush(): Unit = { note("flush", Thread.currentThread().isInterrupted); super.flush() }
   }
 
   private def record(i: Int) = KinesisRecord("s", s"k$i", null, ByteBuffer.wrap(i.toString.getBytes("UTF-8")))
