@@ -80,6 +80,31 @@ def sink_totals(query: Any) -> dict[str, int]:
     return {k: int(v) for k, v in query.lastProgress["sink"]["metrics"].items()}
 
 
+def file_stream(spark: Any, source_dir: Path, select: Callable[[Any], Any] | None = None) -> Any:
+    """`write_input`'s files as a stream, one file per micro-batch: `partitionKey` and `data`, or `select`'s."""
+    from pyspark.sql import functions as F
+
+    df = (
+        spark.readStream.schema("id LONG, pk STRING, b64 STRING, stream STRING, ehk STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source_dir))
+    )
+    if select is None:
+        return df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
+    return select(df)
+
+
+def start_per_file(spark: Any, source_dir: Path, checkpoint: Path, writer: Any, every: str) -> Any:
+    """Starts `file_stream` through `writer` (foreach) on a processing-time trigger of `every`: a query that keeps
+    running, taking each file added to `source_dir` in a batch of its own."""
+    return (
+        attach(file_stream(spark, source_dir).writeStream, writer, "foreach")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime=every)
+        .start()
+    )
+
+
 def run_available_now(
     spark: Any,
     source_dir: Path,
@@ -90,17 +115,7 @@ def run_available_now(
     entry: str = "foreach",
 ) -> Any:
     """Stream every input file once (availableNow) through `writer` attached by `entry`; returns the finished query."""
-    from pyspark.sql import functions as F
-
-    df = (
-        spark.readStream.schema("id LONG, pk STRING, b64 STRING, stream STRING, ehk STRING")
-        .option("maxFilesPerTrigger", 1)
-        .json(str(source_dir))
-    )
-    if select is None:
-        df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
-    else:
-        df = select(df)
+    df = file_stream(spark, source_dir, select)
     q = attach(df.writeStream, writer, entry).option("checkpointLocation", str(checkpoint))
     q = q.trigger(availableNow=True).start()
     finished = q.awaitTermination(timeout_s)

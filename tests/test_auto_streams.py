@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import pytest
 from helpers import (
     account,
-    attach,
     entries,
     payload,
     rows_for,
     run_available_now,
     session_jars,
+    start_per_file,
     write_input,
 )
 from probe import run_probe
@@ -65,18 +65,7 @@ def test_stream_switched_to_auto_mid_query_loses_nothing(spark, kinesis, front, 
     write_input(tmp_path / "in", rows_for(range(n), key=lambda i: f"user-{i}"), files=files)
     kpl = {"DescribeStreamSummaryIntervalMs": 1000, "RecordMaxBufferedTime": 200}
     writer = KinesisWriter(stream_name=stream, **loopback_writer_options(front.endpoint, **kpl))
-    src = (
-        spark.readStream.schema("id LONG, pk STRING, b64 STRING")
-        .option("maxFilesPerTrigger", 1)
-        .json(str(tmp_path / "in"))
-        .select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
-    )
-    q = (
-        attach(src.writeStream, writer, "foreach")
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(processingTime="1 second")
-        .start()
-    )
+    q = start_per_file(spark, tmp_path / "in", tmp_path / "ckpt", writer, "1 second")
     try:
         deadline = time.monotonic() + 300
         switched = False

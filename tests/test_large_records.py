@@ -17,8 +17,7 @@ from typing import Any
 
 import boto3
 import pytest
-from helpers import account, attach, entries, rows_for, run_available_now, wait_for, write_input
-from pyspark.sql import functions as F
+from helpers import account, entries, rows_for, run_available_now, start_per_file, wait_for, write_input
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import (
     FAKE_ACCESS_KEY_ID,
@@ -126,18 +125,7 @@ def test_stream_raised_mid_query_takes_large_records(spark, kinesis, front, stre
     write_file(src_dir / "part-000.json", rows_for(range(0, 50)))
     kpl = {**SLOW, "DescribeStreamSummaryIntervalMs": 1000}
     writer = KinesisWriter(stream_name=stream, **loopback_writer_options(front.endpoint, **kpl))
-    src = (
-        spark.readStream.schema("id LONG, pk STRING, b64 STRING")
-        .option("maxFilesPerTrigger", 1)
-        .json(str(src_dir))
-        .select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
-    )
-    q = (
-        attach(src.writeStream, writer, "foreach")
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(processingTime="500 milliseconds")
-        .start()
-    )
+    q = start_per_file(spark, src_dir, tmp_path / "ckpt", writer, "500 milliseconds")
 
     def rows_in() -> int:
         assert q.exception() is None, q.exception()

@@ -14,7 +14,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import account, attach, entries, payload, rows_for, run_available_now, shard_ranges, write_input
+from helpers import (
+    account,
+    entries,
+    payload,
+    rows_for,
+    run_available_now,
+    shard_ranges,
+    start_per_file,
+    write_input,
+)
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import hash_key, loopback_writer_options, read_stream
@@ -72,19 +81,8 @@ def test_streams_split_and_merged_mid_query_lose_nothing(spark, kinesis, stream,
     n, files = 16000, 16
     write_input(tmp_path / "in", rows_for(range(n), key=lambda i: f"user-{i}"), files=files)
     writer = writer_for(kinesis.tls_endpoint, stream, RecordMaxBufferedTime=200)
-    src = (
-        spark.readStream.schema("id LONG, pk STRING, b64 STRING")
-        .option("maxFilesPerTrigger", 1)
-        .json(str(tmp_path / "in"))
-        .select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
-    )
     client = kinesis.client()
-    q = (
-        attach(src.writeStream, writer, "foreach")
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(processingTime="500 milliseconds")
-        .start()
-    )
+    q = start_per_file(spark, tmp_path / "in", tmp_path / "ckpt", writer, "500 milliseconds")
 
     def rows_in() -> int:
         return sum(p["numInputRows"] for p in q.recentProgress)
