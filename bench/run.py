@@ -204,6 +204,25 @@ class SparkSide:
 
 
 @contextmanager
+def front_sampled(front: FaultFront) -> Iterator[list[dict[str, Any]]]:
+    """The fault front's counters once a second (with the monotonic time) while the block runs, in the yielded list."""
+    samples: list[dict[str, Any]] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(1.0):
+            samples.append({"mono": time.monotonic(), **front.stats()})
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        t.join()
+
+
+@contextmanager
 def spark_side(master: str | None = None) -> Iterator[SparkSide]:
     side = SparkSide(master)
     try:
@@ -430,18 +449,7 @@ def backpressure(result: dict[str, Any]) -> None:
             front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
             # The KPL's own defaults (RecordTtl 30 s) except what loopback needs.
             opts = {**loopback_writer_options(front.endpoint, LogLevel="warning"), **limits}
-            front_samples: list[dict[str, Any]] = []
-            stop = threading.Event()
-
-            def sample_front(
-                front: FaultFront = front, into: list[dict[str, Any]] = front_samples, stop: threading.Event = stop
-            ) -> None:
-                while not stop.wait(1.0):
-                    into.append({"mono": time.monotonic(), **front.stats()})
-
-            t = threading.Thread(target=sample_front, daemon=True)
-            t.start()
-            with spark_side() as side:
+            with front_sampled(front) as front_samples, spark_side() as side:
                 r = side.call(
                     cmd="backpressure",
                     stream="bp",
@@ -450,8 +458,6 @@ def backpressure(result: dict[str, Any]) -> None:
                     rows_per_s=BP_ROWS_PER_S,
                     writer=opts,
                 )
-            stop.set()
-            t.join()
             r["front"] = front_samples
             r["limits"] = limits
             r["summary"] = bp_summary(r, limits)
@@ -506,16 +512,7 @@ def large(result: dict[str, Any]) -> None:
         # kinesis-mock takes seconds for a 5 MiB PutRecords: timeouts that never cut one short.
         kpl = {"LogLevel": "warning", "RequestTimeout": 120_000, "RecordTtl": 600_000}
         opts = {**loopback_writer_options(front.endpoint, **kpl), **LARGE_BOUND}
-        samples: list[dict[str, Any]] = []
-        stop = threading.Event()
-
-        def sample_front() -> None:
-            while not stop.wait(1.0):
-                samples.append({"mono": time.monotonic(), **front.stats()})
-
-        t = threading.Thread(target=sample_front, daemon=True)
-        t.start()
-        with spark_side() as side:
+        with front_sampled(front) as samples, spark_side() as side:
             r = side.call(
                 cmd="backpressure",
                 stream="large",
@@ -526,8 +523,6 @@ def large(result: dict[str, Any]) -> None:
                 rows_per_s=LARGE_ROWS_PER_S,
                 writer=opts,
             )
-        stop.set()
-        t.join()
         back = read_stream(client, "large")
         ids = {int(x.data[:20]) for x in back}
         large_back = sum(1 for x in back if len(x.data) == LARGE_PAYLOAD)
