@@ -49,14 +49,22 @@ OTHER_KPL = [
     "schema-registry-common-1.1.24.jar",
     "bundle-2.35.4.jar",
 ]
-#: The Spark 3.5 leg (EMR 7 runs Spark 3.5, Glue 5 too) runs EMR 7's SDKs on the JVM's class path, 2.25 in spark.jars
-#: too, and the SDK v1 bundle.
+#: Which leg of `make test` runs each case. On the JVM's class path a jar sits under Spark's own classes (their Netty,
+#: their Jackson), so that placement depends on the line: the Spark 3.5 leg (EMR 7 runs Spark 3.5, Glue 5 too) runs EMR
+#: 7's SDKs there and the v1 bundle, the Spark 4 leg 2.25.53, 2.35.4, 2.54.3 and the v1 bundle.
 EVERY_LINE = {
     ("bundle-2.23.19.jar", "classpath"),
     ("bundle-2.24.6.jar", "classpath"),
     ("bundle-2.25.53.jar", "classpath"),
-    ("bundle-2.25.53.jar", "jars"),
     ("aws-java-sdk-bundle-1.12.782.jar", "classpath"),
+}
+#: In spark.jars a jar is seen only by the user class loader, beside our KPL bundle (one jar for every line), and no
+#: class of Spark's links against it: what meets there does not depend on the line, so each such case runs on one leg,
+#: EMR 7's SDKs on the Spark 3.5 leg (which ends first) and the rest on the Spark 4 leg.
+SPARK35_LEG = {
+    ("bundle-2.23.19.jar", "jars"),
+    ("bundle-2.24.6.jar", "jars"),
+    ("bundle-2.25.53.jar", "jars"),
 }
 #: Bundles before 2.25 carry an unrelocated Netty 4.1 that, ahead of Spark 4's own on the JVM's class path, stops
 #: Spark 4 itself from starting (NoSuchMethodError in SparkContext, before any writer): no platform pairs the two.
@@ -157,6 +165,8 @@ def _sdk_cases() -> list[Any]:
     for jar in SDKS:
         for placement in ("classpath", "jars"):
             marks = [pytest.mark.every_line] if (jar, placement) in EVERY_LINE else []
+            if (jar, placement) in SPARK35_LEG:
+                marks.append(pytest.mark.spark35_leg)
             if (jar, placement) in NOT_ON_SPARK4:
                 marks.append(pytest.mark.skipif(SPARK4, reason="its Netty stops Spark 4 itself from starting"))
             cases.append(pytest.param(jar, placement, marks=marks, id=f"{jar.removesuffix('.jar')}-{placement}"))
