@@ -2,9 +2,10 @@
 
 Run through tests/probe.py (by tests/test_classpath.py). The config: ``jars`` (ours, spark.jars form), ``platform``
 (jar paths), ``placement`` (``classpath``: the JVM's class path, where EMR and Glue put their SDK; ``jars``: spark.jars,
-ahead of ours; ``jars_after``: spark.jars, after ours), ``writer`` (KinesisWriter arguments), ``input``/``checkpoint``
-(local paths or s3a:// URLs), ``foreach_stream``, ``format_stream``, optional ``s3`` (Hadoop settings for S3A) and
-``other_kpl`` (a second KPL on the class path: drive it too).
+ahead of ours; ``jars_after``: spark.jars, after ours), ``writer`` (KinesisWriter arguments), ``input`` (what the
+streaming query writes), ``batch_input`` (what the batch write writes), ``checkpoint`` (local paths or s3a:// URLs),
+``stream`` (both write to it, through one pooled producer: their ids differ), optional ``s3`` (Hadoop settings for S3A)
+and ``other_kpl`` (a second KPL on the class path: drive it too).
 Says LOCATIONS (where the SDK classes were loaded from), DAEMONS (the KPL daemons this JVM started: their
 executables), OTHER_KPL (what the other KPL's futures said) and DONE.
 """
@@ -95,7 +96,7 @@ def main() -> None:
 
     rows = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(cfg["input"])
     records = rows.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
-    writer = KinesisWriter(stream_name=cfg["foreach_stream"], **cfg["writer"])
+    writer = KinesisWriter(stream_name=cfg["stream"], **cfg["writer"])
     q = records.writeStream.foreach(writer).option("checkpointLocation", cfg["checkpoint"])
     q = q.trigger(availableNow=True).start()
     if not q.awaitTermination(300):
@@ -104,9 +105,9 @@ def main() -> None:
     if q.exception() is not None:
         raise RuntimeError(str(q.exception()))
 
-    batch = spark.read.schema("id LONG, pk STRING, b64 STRING").json(cfg["input"])
+    batch = spark.read.schema("id LONG, pk STRING, b64 STRING").json(cfg["batch_input"])
     batch = batch.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
-    formatted = KinesisWriter(stream_name=cfg["format_stream"], **cfg["writer"])
+    formatted = KinesisWriter(stream_name=cfg["stream"], **cfg["writer"])
     batch.write.format("kinesis").options(**formatted.options()).mode("append").save()
     probe.say("DAEMONS", _daemons(int(jvm.java.lang.ProcessHandle.current().pid())))
 

@@ -2,7 +2,8 @@
 
 Run through tests/probe.py. Config: master, jars, input, checkpoint, stream, writer_options,
 fail_first_attempt_partitions (list), entry ("foreach", default, or "format"), and optionally upstream and latency_ms
-(the writer then reaches Kinesis through a fault front that delays every request by latency_ms).
+(the writer then reaches Kinesis through a fault front that delays every request by latency_ms, until the test releases
+the probe: its fault has landed, and what follows need not wait).
 Says BATCH (its id) as batches commit; in local mode, once, INFLIGHT (the KPL's outstanding count) when records of a
 later batch are inside the KPL daemon (the KPL's own count, not the writer's: the writer holds records in its shard
 buffers before the daemon gets them); finally DONE (the totals) or FAILED (the query's exception; exit 3).
@@ -31,10 +32,11 @@ def main() -> int:
             front = stack.enter_context(FaultFront(cfg["upstream"]))
             front.add_latency(cfg["latency_ms"])
             cfg["writer_options"] = {**cfg["writer_options"], "endpoint": front.endpoint}
+            return run(cfg, front)
         return run(cfg)
 
 
-def run(cfg: dict[str, Any]) -> int:
+def run(cfg: dict[str, Any], front: FaultFront | None = None) -> int:
     spark = loopback_session_builder(cfg["master"], "fault-probe", cfg["jars"]).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = (
@@ -69,6 +71,9 @@ def run(cfg: dict[str, Any]) -> int:
     max_outstanding = 0
     inflight_told = False
     while q.isActive:
+        if front is not None and probe.released():
+            front.add_latency(0)
+            front = None
         p = q.lastProgress
         if p is not None and p["batchId"] > seen:
             seen = p["batchId"]

@@ -13,7 +13,7 @@ class path, an environment, a Connect server, ``local-cluster``) or one a test k
 - Logs: the probe's stdout and stderr go to one file, its Spark JVM's log (INFO and up) to another; the failure
   message of a probe that did not finish ends with both.
 - Hold: a probe that must outlive its result (executors whose metrics sinks the test still reads) waits in ``hold()``
-  until the test calls ``Probe.release()``.
+  until the test calls ``Probe.release()``; a probe that only changes course on the test's word asks ``released()``.
 
 Standard library only: a probe imports this module in a fresh venv that has nothing but the wheel and pyspark
 (tests/test_install.py).
@@ -71,12 +71,16 @@ def failed(message: str) -> None:
     say("FAILED", message)
 
 
+def released() -> bool:
+    """Whether the test has released this probe (``Probe.release()``): a probe may also ask without holding."""
+    return Path(os.environ[RELEASE]).exists()
+
+
 def hold(timeout_s: float = 600.0) -> None:
     """Says HOLDING, then waits until the test releases this probe (``Probe.release()``)."""
     say("HOLDING")
-    released = Path(os.environ[RELEASE])
     deadline = time.monotonic() + timeout_s
-    while not released.exists():
+    while not released():
         if time.monotonic() > deadline:
             raise TimeoutError(f"not released within {timeout_s}s")
         time.sleep(POLL_S)

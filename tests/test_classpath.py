@@ -3,9 +3,10 @@
 EMR and Glue put their SDK bundle on the JVM's class path (``spark.driver/executor.extraClassPath``), hadoop-aws users
 add theirs to ``spark.jars``, EMR ships the awslabs Kinesis connector with a KPL 1.0.x inside (docs/runtimes.md).
 Each case runs a probe Spark with such jars on the JVM's class path, or in spark.jars ahead of ours, writes through
-both entry points (``foreach(KinesisWriter)``, streaming; ``format("kinesis")``, batch) and reads every record back,
-record by record. The bundle's relocated SDK is the one doing it (its classes load from our jar, the platform's from
-its own), and the only daemons this JVM starts are ours. The jars come from Maven Central (`make platform-jars`).
+both entry points (``foreach(KinesisWriter)``, streaming; ``format("kinesis")``, batch: other ids, the same stream, so
+one pooled producer serves both) and reads every record back, record by record. The bundle's relocated SDK is the one
+doing it (its classes load from our jar, the platform's from its own), and the only daemons this JVM starts are ours.
+The jars come from Maven Central (`make platform-jars`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ pytestmark = pytest.mark.e2e
 
 PLATFORM_JARS = ROOT / ".cache" / "platform-jars"
 N = 120
+#: The ids each entry writes: the streaming query (foreach) and the batch write (format).
+STREAMED, BATCHED = range(N), range(N, 2 * N)
 SPARK4 = int(pyspark.__version__.split(".")[0]) >= 4
 
 #: SDK jars as platforms carry them (tools/platform-jars/pom.xml says whose each is).
@@ -49,14 +52,22 @@ OTHER_KPL = [
     "schema-registry-common-1.1.24.jar",
     "bundle-2.35.4.jar",
 ]
-#: The Spark 3.5 leg (EMR 7 runs Spark 3.5, Glue 5 too) runs EMR 7's SDKs on the JVM's class path, 2.25 in spark.jars
-#: too, and the SDK v1 bundle.
+#: Which leg of `make test` runs each case. On the JVM's class path a jar sits under Spark's own classes (their Netty,
+#: their Jackson), so that placement depends on the line: the Spark 3.5 leg (EMR 7 runs Spark 3.5, Glue 5 too) runs EMR
+#: 7's SDKs there and the v1 bundle, the Spark 4 leg 2.25.53, 2.35.4, 2.54.3 and the v1 bundle.
 EVERY_LINE = {
     ("bundle-2.23.19.jar", "classpath"),
     ("bundle-2.24.6.jar", "classpath"),
     ("bundle-2.25.53.jar", "classpath"),
-    ("bundle-2.25.53.jar", "jars"),
     ("aws-java-sdk-bundle-1.12.782.jar", "classpath"),
+}
+#: In spark.jars a jar is seen only by the user class loader, beside our KPL bundle (one jar for every line), and no
+#: class of Spark's links against it: what meets there does not depend on the line, so each such case runs on one leg,
+#: EMR 7's SDKs on the Spark 3.5 leg (which ends first) and the rest on the Spark 4 leg.
+SPARK35_LEG = {
+    ("bundle-2.23.19.jar", "jars"),
+    ("bundle-2.24.6.jar", "jars"),
+    ("bundle-2.25.53.jar", "jars"),
 }
 #: Bundles before 2.25 carry an unrelocated Netty 4.1 that, ahead of Spark 4's own on the JVM's class path, stops
 #: Spark 4 itself from starting (NoSuchMethodError in SparkContext, before any writer): no platform pairs the two.
@@ -86,28 +97,30 @@ def _round_trip(
     tmp_path: Path,
     platform: list[str],
     placement: str,
-    input_url: str | None = None,
+    inputs: tuple[str, str] | None = None,
     checkpoint: str | None = None,
     s3: dict[str, str] | None = None,
     other_kpl: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Runs the probe; checks both streams record by record, the daemons it started and the JVM log. Returns what
-    the probe said (each event's data by its name) and its config."""
+    """Runs the probe (``inputs``: where the streaming query and the batch write read, by default local files of
+    STREAMED and BATCHED); checks the stream record by record, the daemons the probe started and the JVM log.
+    Returns what the probe said (each event's data by its name) and its config."""
     suffix = uuid.uuid4().hex[:6]
-    streams = {"foreach_stream": f"cp-foreach-{suffix}", "format_stream": f"cp-format-{suffix}"}
-    for s in streams.values():
-        kinesis.create_stream(s, 2)
-    rows = rows_for(range(N))
-    if input_url is None:
-        write_input(tmp_path / "input", rows, files=2)
+    stream = f"cp-{suffix}"
+    kinesis.create_stream(stream, 2)
+    if inputs is None:
+        write_input(tmp_path / "input", rows_for(STREAMED), files=2)
+        write_input(tmp_path / "batch-input", rows_for(BATCHED), files=2)
+        inputs = (str(tmp_path / "input"), str(tmp_path / "batch-input"))
     cfg: dict[str, Any] = {
         "jars": session_jars(),
         "platform": platform,
         "placement": placement,
         "writer": kinesis.writer_options(),
-        "input": input_url or str(tmp_path / "input"),
+        "input": inputs[0],
+        "batch_input": inputs[1],
         "checkpoint": checkpoint or str(tmp_path / "checkpoint"),
-        **streams,
+        "stream": stream,
         **({"s3": s3} if s3 else {}),
     }
     if other_kpl:
@@ -125,13 +138,14 @@ def _round_trip(
     result = run_probe("classpath_probe.py", cfg, tmp_path, timeout_s=420)
     said, log = result.said, result.jvm_log
 
-    client = kinesis.client()
-    for stream in streams.values():
-        d = account(range(N), read_stream(client, stream))
-        assert (d.missing, d.duplicates) == ([], 0), (stream, d.missing[:10], d.duplicates)
-        for r in rows:
+    d = account(range(2 * N), read_stream(kinesis.client(), stream))
+    for entry, ids in (("foreach", STREAMED), ("format", BATCHED)):
+        missing = [i for i in d.missing if i in ids]
+        assert missing == [], (entry, missing[:10])
+        for r in rows_for(ids):
             got = d.by_id[r["id"]]
-            assert (got.partition_key, got.data) == (r["pk"], base64.b64decode(r["b64"])), (stream, r["id"])
+            assert (got.partition_key, got.data) == (r["pk"], base64.b64decode(r["b64"])), (entry, r["id"])
+    assert d.duplicates == 0, d.duplicates
 
     locations = said["LOCATIONS"]
     ours = next(j for j in session_jars().split(",") if "spark-kinesis-kpl-" in j)
@@ -157,6 +171,8 @@ def _sdk_cases() -> list[Any]:
     for jar in SDKS:
         for placement in ("classpath", "jars"):
             marks = [pytest.mark.every_line] if (jar, placement) in EVERY_LINE else []
+            if (jar, placement) in SPARK35_LEG:
+                marks.append(pytest.mark.spark35_leg)
             if (jar, placement) in NOT_ON_SPARK4:
                 marks.append(pytest.mark.skipif(SPARK4, reason="its Netty stops Spark 4 itself from starting"))
             cases.append(pytest.param(jar, placement, marks=marks, id=f"{jar.removesuffix('.jar')}-{placement}"))
@@ -209,9 +225,10 @@ def test_s3_input_and_checkpoint_through_s3a_beside_its_sdk(kinesis: Any, tmp_pa
             aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
         )
         s3.create_bucket(Bucket="cp-bucket")
-        write_input(tmp_path / "upload", rows_for(range(N)), files=2)
-        for f in sorted((tmp_path / "upload").iterdir()):
-            s3.upload_file(str(f), "cp-bucket", f"input/{f.name}")
+        for prefix, ids in (("input", STREAMED), ("batch-input", BATCHED)):
+            write_input(tmp_path / "upload" / prefix, rows_for(ids), files=2)
+            for f in sorted((tmp_path / "upload" / prefix).iterdir()):
+                s3.upload_file(str(f), "cp-bucket", f"{prefix}/{f.name}")
         settings = {
             "fs.s3a.endpoint": moto.endpoint,
             "fs.s3a.endpoint.region": REGION,
@@ -227,7 +244,7 @@ def test_s3_input_and_checkpoint_through_s3a_beside_its_sdk(kinesis: Any, tmp_pa
             tmp_path,
             platform,
             "classpath",
-            input_url="s3a://cp-bucket/input/",
+            inputs=("s3a://cp-bucket/input/", "s3a://cp-bucket/batch-input/"),
             checkpoint="s3a://cp-bucket/checkpoint/",
             s3=settings,
         )

@@ -96,7 +96,8 @@ def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path, entry):
     killed: list[int] = []
 
     # Each request waits a second at a fault front, so the KPL daemon holds a batch's records when it is killed (the
-    # writer hands its aggregates over after a linger; without the delay the daemon may be empty at the kill).
+    # writer hands its aggregates over after a linger; without the delay the daemon may be empty at the kill). Once
+    # the kill has landed the test releases the probe, which drops the delay: the retries need none.
     cfg = scenario_cfg(
         kinesis, stream, tmp_path, entry=entry, upstream=f"http://127.0.0.1:{kinesis.plain_port}", latency_ms=1000
     )
@@ -107,6 +108,7 @@ def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path, entry):
         assert pids, "no KPL daemon found under the probe"
         kill(pids)
         killed.extend(pids)
+        probe.release()
 
     with DaemonWatch(probe.proc.pid) as watch:
         result = probe.wait(TIMEOUT_S, in_flight_after_first_batch_then(kill_daemon))
