@@ -113,7 +113,7 @@ def test_refused_where_no_replay_can_be_skipped_safely(spark: Any, tmp_path: Pat
     rate = spark.readStream.format("rate").load().selectExpr("cast(value as string) as data", "'k' as partitionKey")
     continuous = (
         rate.writeStream.foreach(KinesisWriter(**opts))
-        .trigger(continuous="1 second")
+        .trigger(continuous="100 milliseconds")
         .option("checkpointLocation", str(tmp_path / "cont"))
         .start()
     )
