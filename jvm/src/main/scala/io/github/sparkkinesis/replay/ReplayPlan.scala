@@ -37,8 +37,8 @@ private[sparkkinesis] final case class ReplayPlan(
 ) {
   @transient lazy val store: FingerprintStore = new FingerprintStore(new Path(location), conf.value)
 
-  /** This plan in file names: its files are told apart from an earlier run's of the same batch. */
-  def planTag: String = planId.replace("-", "")
+  /** This plan in file names (its letters and digits): its files are told apart from an earlier run's of the batch. */
+  def planTag: String = planId.filter(_.isLetterOrDigit)
 
   override def toString: String =
     s"ReplayPlan($location, query=$queryId, batch=$batchId, replay=$replay, perPartition=$perPartition)"
@@ -108,7 +108,8 @@ private[sparkkinesis] final case class ForeachReplay(
       !Option(property(ReplayPlan.BatchIdProperty)).contains(epochId.toString)
     ) throw ReplayPlan.notMicroBatch(option)
     // The run id (Spark's job group for a streaming query's jobs): equal for every task of one run, so a JVM lists a
-    // batch once per run. Without it each task lists for itself, which is only slower.
+    // batch once per run. Without it each task lists for itself, which is only slower; a listing older than the run
+    // only skips less.
     val run = Option(property(ReplayPlan.RunProperty)).getOrElse(UUID.randomUUID().toString)
     val plan =
       ReplayPlan(location, queryId.get, epochId, false, keyed, flushIntervalMs, run, conf, perPartition = true)
