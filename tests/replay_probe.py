@@ -1,7 +1,8 @@
-"""Replays one micro-batch of a format("kinesis") query twice over, without and with skip on replay, and says what it
-wrote where; the test reads both streams back.
+"""Replays one micro-batch of a query, without and with skip on replay, and says what it wrote where; the test reads
+the streams back.
 
-Run through tests/probe.py. Config: input, workdir, streams ({"off": s1, "on": s2}), upstream, writer_options, jars,
+Run through tests/probe.py. Config: input, workdir, streams ({"off": s1, "on": s2}, and "foreach": s3 to run the mode
+through foreach(KinesisWriter) too; "off" and "on" write with format("kinesis")), upstream, writer_options, jars,
 scenario:
 
 - "stop": query.stop() while the batch is writing (Kinesis answering slowly behind a fault front, once some records
@@ -14,8 +15,8 @@ scenario:
 - "changed": as "uncommitted", then the batch's input files are rewritten (``replacement``: new rows for some) and the
   replay splits its files into more partitions (``spark.sql.files.maxPartitionBytes``).
 
-Each mode ("off", "on") runs its own query, checkpoint and stream in this JVM. Says STOPPED (per mode, for "stop"),
-then DONE.
+Each mode runs its own query, checkpoint and stream in this JVM, one after the other. Says STOPPED (per mode, for
+"stop"), then DONE.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def main() -> None:
     with FaultFront(cfg["upstream"]) as front:
         for mode, stream in cfg["streams"].items():
             opts = {**cfg["writer_options"], "endpoint": front.endpoint}
-            if mode == "on":
+            if mode != "off":
                 opts.update(dedupe_location=(work / "fingerprints").as_uri(), dedupe_flush_interval_ms=200)
             writer = KinesisWriter(stream_name=stream, **opts)
             source = work / f"in-{mode}"
@@ -70,13 +71,12 @@ def main() -> None:
             df = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(str(source))
             df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
 
-            def start(df: Any = df, writer: Any = writer, checkpoint: Path = checkpoint) -> Any:
-                return (
-                    df.writeStream.format("kinesis")
-                    .options(**writer.options())
-                    .option("checkpointLocation", str(checkpoint))
-                    .start()
-                )
+            def start(df: Any = df, writer: Any = writer, checkpoint: Path = checkpoint, mode: str = mode) -> Any:
+                if mode == "foreach":
+                    w = df.writeStream.foreach(writer)
+                else:
+                    w = df.writeStream.format("kinesis").options(**writer.options())
+                return w.option("checkpointLocation", str(checkpoint)).start()
 
             if cfg["scenario"] == "kill":
                 front.add_latency(300)

@@ -31,8 +31,8 @@ class WriterOptions(TypedDict, total=False):
     """an unused KPL daemon is stopped after this. Default: 60000."""
     dedupe_location: str | None
     """a directory (``s3a://bucket/prefix``, ``hdfs://…``, ``file:///shared/dir``) for the fingerprints of confirmed
-    records: a restarted query's replayed micro-batch skips what Kinesis already confirmed (``format('kinesis')``
-    streaming only; docs/reliability.md).
+    records: a restarted query's replayed micro-batch skips what Kinesis already confirmed (micro-batch streaming,
+    ``foreach`` or ``format('kinesis')``; docs/reliability.md).
     """
     dedupe_flush_interval_ms: int
     """with ``dedupe_location``: how often a running task writes the fingerprints confirmed since its last write (a

@@ -6,6 +6,9 @@ private[sparkkinesis] final case class DedupeOptions(location: String, flushInte
 private[sparkkinesis] object DedupeOptions {
   import KinesisWriterOptions.DedupeLocation
 
+  /** Whether a record's partition key comes from its row, and so is part of its content (a generated one is not). */
+  def keyed(options: KinesisWriterOptions): Boolean = !options.partitioner.exists(_ != Partitioner.NoKey)
+
   /** A directory every executor reaches the same way: a URI with a scheme (a bare path would mean the driver's and each
     * executor's own disk).
     */

@@ -1,6 +1,9 @@
 package io.github.sparkkinesis
 
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.{ForeachWriter, Row}
+
+import io.github.sparkkinesis.replay.{ForeachReplay, TaskReplay}
 
 /** The `foreach` entry point: `df.writeStream.foreach(KinesisWriter.create(...))`, or Python's
   * `foreach(KinesisWriter(...))`. A thin adapter over [[KinesisTaskWriter]]: Spark calls `open`/`process`/`close` per
@@ -12,7 +15,8 @@ import org.apache.spark.sql.{ForeachWriter, Row}
 class KinesisForeachWriter private[sparkkinesis] (
     private[sparkkinesis] val options: KinesisWriterOptions,
     converter: RowConverter,
-    private[sparkkinesis] val accumulators: Option[WriterAccumulators] = None
+    private[sparkkinesis] val accumulators: Option[WriterAccumulators] = None,
+    private[sparkkinesis] val replay: Option[ForeachReplay] = None
 ) extends ForeachWriter[Row] {
   @transient private var task: KinesisTaskWriter = _
 
@@ -22,7 +26,20 @@ class KinesisForeachWriter private[sparkkinesis] (
   private[sparkkinesis] def pool: ProducerPool = ProducerPool.default
 
   override def open(partitionId: Long, epochId: Long): Boolean = {
-    task = new KinesisTaskWriter(options, pool, accumulators, partitionId, epochId)
+    // Skip on replay: each task plans from its local properties (a ForeachWriter has no driver-side hook per batch).
+    val r = replay.map { f =>
+      val ctx = TaskContext.get()
+      new TaskReplay(
+        f.plan(ctx.getLocalProperty, epochId),
+        partitionId,
+        epochId,
+        ctx.taskAttemptId(),
+        TaskReplay.retried
+      )
+    }
+    task =
+      try new KinesisTaskWriter(options, pool, accumulators, partitionId, epochId, r.orNull)
+      catch { case e: Throwable => r.foreach(_.abort()); throw e }
     true
   }
 

@@ -49,25 +49,19 @@ private[sparkkinesis] final class KinesisWrite(
 
 private[sparkkinesis] object KinesisWrite {
 
-  /** Whether this task is a retry of its partition (Spark's attempt number above 0). */
-  def retried: Boolean = Option(org.apache.spark.TaskContext.get()).exists(_.attemptNumber() > 0)
-
   /** Skip on replay's plan for the micro-batch Spark is planning (None when the mode is off). */
   def replayPlan(prepared: KinesisWriter.Prepared, queryId: String): Option[ReplayPlan] =
     prepared.options.dedupe.map { d =>
-      ReplayPlan.plan(KinesisWriterOptions.DedupeLocation.name, d.location, d.flushIntervalMs, keyed(prepared), queryId)
+      val keyed = DedupeOptions.keyed(prepared.options)
+      ReplayPlan.plan(KinesisWriterOptions.DedupeLocation.name, d.location, d.flushIntervalMs, keyed, queryId)
     }
-
-  /** Whether a record's partition key comes from its row (a generated one is no part of its content). */
-  private def keyed(prepared: KinesisWriter.Prepared): Boolean =
-    !prepared.options.partitioner.exists(_ != Partitioner.NoKey)
 
   /** The columns a record's content comes from (fingerprinted on replay: stream, partition key, hash key, data). */
   def contentColumns(prepared: KinesisWriter.Prepared, schema: StructType): Seq[String] = {
     val names = schema.fieldNames.toSet
     Seq(RowConverter.Data) ++
       Seq(RowConverter.StreamName, RowConverter.ExplicitHashKey).filter(names.contains) ++
-      Seq(RowConverter.PartitionKey).filter(c => keyed(prepared) && names.contains(c))
+      Seq(RowConverter.PartitionKey).filter(c => DedupeOptions.keyed(prepared.options) && names.contains(c))
   }
 }
 
@@ -99,7 +93,7 @@ private[sparkkinesis] final class KinesisDataWriterFactory(prepared: KinesisWrit
     createWriter(partitionId, taskId, -1L)
 
   override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
-    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId, taskId, KinesisWrite.retried)
+    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId, taskId, TaskReplay.retried)
 }
 
 /** The DataSource V2 adapter over [[KinesisTaskWriter]]: `commit` returns once every record of the task is confirmed,

@@ -1,9 +1,11 @@
 package io.github.sparkkinesis
 
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
 
 import io.github.sparkkinesis.compat.CollectionConverters._
-import io.github.sparkkinesis.replay.ReplayPlan
+import io.github.sparkkinesis.replay.{ForeachReplay, HadoopConf, ReplayPlan}
 
 /** The `foreach` entry point (Python's `KinesisWriter` calls `create` through py4j; Scala and Java callers too), and
   * the driver-side build it shares with the `format("kinesis")` entry point ([[KinesisSourceProvider]]).
@@ -20,8 +22,17 @@ object KinesisWriter {
     */
   def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
     val p = prepare(options.asScala.toMap, schema)
-    if (p.options.dedupe.isDefined) throw ReplayPlan.foreachRefused(KinesisWriterOptions.DedupeLocation.name)
-    new KinesisForeachWriter(p.options, p.converter, p.accumulators)
+    new KinesisForeachWriter(p.options, p.converter, p.accumulators, foreachReplay(p.options))
+  }
+
+  /** Skip on replay for `foreach`: what its tasks need from the driver (the Hadoop configuration of the directory). */
+  private def foreachReplay(options: KinesisWriterOptions): Option[ForeachReplay] = options.dedupe.map { d =>
+    val hadoop = SparkSession.getActiveSession
+      .orElse(SparkSession.getDefaultSession)
+      .map(_.sparkContext.hadoopConfiguration)
+      .getOrElse(new Configuration())
+    val name = KinesisWriterOptions.DedupeLocation.name
+    ForeachReplay(name, d.location, d.flushIntervalMs, DedupeOptions.keyed(options), new HadoopConf(hadoop))
   }
 
   /** What every entry point checks and builds on the driver: options, the row layout, the driver-side totals. */

@@ -109,8 +109,8 @@ private[sparkkinesis] object KinesisWriterOptions {
     "dedupe_location",
     "string",
     "a directory (``s3a://bucket/prefix``, ``hdfs://…``, ``file:///shared/dir``) for the fingerprints of confirmed " +
-      "records: a restarted query's replayed micro-batch skips what Kinesis already confirmed (``format('kinesis')`` " +
-      "streaming only; docs/reliability.md).",
+      "records: a restarted query's replayed micro-batch skips what Kinesis already confirmed (micro-batch streaming, " +
+      "``foreach`` or ``format('kinesis')``; docs/reliability.md).",
     allowed = Some(Allowed.NonBlank)
   )
   val DedupeFlushIntervalMs: OptionSpec = row(

@@ -9,7 +9,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.github.sparkkinesis.compat.CollectionConverters._
-import io.github.sparkkinesis.replay.{HadoopConf, ReplayPlan}
+import io.github.sparkkinesis.replay.{ForeachReplay, HadoopConf, ReplayPlan}
 
 /** Skip on replay through the task core, with fake producers: what a task records when Kinesis confirms (alone or
   * inside the writer's aggregates), what an abort keeps, and what a replay skips.
@@ -29,6 +29,10 @@ class ReplayTaskSuite extends AnyFunSuite {
       java.util.UUID.randomUUID().toString,
       new HadoopConf(new Configuration())
     )
+
+  /** foreach's plan of one run of a batch (what [[ForeachReplay.plan]] makes in a task). */
+  private def foreachPlan(batch: Long, query: String, run: String = java.util.UUID.randomUUID().toString) =
+    plan(batch, replay = false, query).copy(planId = run, perPartition = true)
 
   private def dataWriter(
       fakes: FakePool,
@@ -163,5 +167,116 @@ class ReplayTaskSuite extends AnyFunSuite {
     val clustered = distribution(Some(plan(1, replay = true, "q4")))
       .asInstanceOf[org.apache.spark.sql.connector.distributions.ClusteredDistribution]
     assert(clustered.clustering().map(_.toString).toSeq == Seq("data", "partitionKey"))
+  }
+
+  /** One task of `p`: writes `rows` (key "k"), Kinesis confirms those at `confirm` (indices into what it sent), then it
+    * aborts (writing what was confirmed). Returns what it sent.
+    */
+  private def attempt(
+      p: ReplayPlan,
+      partition: Int,
+      rows: Seq[String],
+      confirm: Seq[Int] = Nil,
+      retried: Boolean = false
+  ) = {
+    val f = new FakePool
+    val w = dataWriter(f, p, partition, retried = retried)
+    rows.foreach(d => w.write(irow("k", d)))
+    val out = sentData(f)
+    confirm.sorted.zipWithIndex.foreach { case (n, done) => f.last.succeedNth(n - done) }
+    abortAndWait(w)
+    out
+  }
+
+  test(
+    "foreach: a task skips only what its own partition's earlier attempts confirmed; a replay split otherwise loses nothing"
+  ) {
+    val run1 = foreachPlan(3, "f1")
+    attempt(run1, 0, Seq("a", "a", "b"), confirm = Seq(0, 1, 2))
+    attempt(run1, 1, Seq("a", "c", "z"), confirm = Seq(0, 2)) // c still in flight when the query stops
+    attempt(run1, 10, Seq("y"), confirm = Seq(0))
+
+    val run2 = foreachPlan(3, "f1")
+    assert(attempt(run2, 0, Seq("a", "a", "a", "c")) == Seq("a", "c"), "partition 0 confirmed a twice, never c")
+    // b was confirmed, but by partition 0: partition 1 may not use it (sent again: a duplicate, never a loss); z and
+    // a were partition 1's; partition 10's y is no part of partition 1 (names "1-…" and "10-…").
+    assert(attempt(run2, 1, Seq("b", "a", "z", "y", "c")) == Seq("b", "y", "c"))
+    assert(attempt(run2, 2, Seq("a")) == Seq("a"), "no earlier attempt of partition 2: nothing skipped")
+  }
+
+  test("foreach: a first attempt uses its JVM's one listing of the run; a retry lists afresh") {
+    val run = foreachPlan(0, "f2")
+    assert(attempt(run, 0, Seq("a"), confirm = Seq(0)) == Seq("a"))
+    // The JVM listed batch 0 once for this run (before the attempt above wrote): a second first attempt of partition
+    // 0 in the run (a stage of another job) finds nothing, so it sends; a retry lists and skips.
+    assert(attempt(run, 0, Seq("a"), confirm = Seq(0)) == Seq("a"))
+    assert(
+      attempt(run, 0, Seq("a", "a", "a"), confirm = Seq(0), retried = true) == Seq("a"),
+      "two attempts confirmed a: the third goes"
+    )
+    assert(attempt(foreachPlan(0, "f2"), 0, Seq("a", "a", "a", "a")) == Seq("a"), "the next run lists again")
+  }
+
+  test(
+    "foreach: whatever the replay's partitioning and rows, Kinesis holds every replayed row; the same split sends none twice"
+  ) {
+    val rnd = new scala.util.Random(41)
+    (1 to 12).foreach { round =>
+      val query = s"f3-$round"
+      val contents = Seq("a", "b", "c", "d")
+      val firstParts = 1 + rnd.nextInt(4)
+      val first = Seq.fill(firstParts)(Seq.fill(rnd.nextInt(8))(contents(rnd.nextInt(4))))
+      val run1 = foreachPlan(7, query)
+      first.zipWithIndex.foreach { case (rows, p) =>
+        val sent = attempt(run1, p, rows, confirm = rows.indices.filter(_ => rnd.nextBoolean()))
+        assert(sent == rows, "a first attempt skips nothing")
+      }
+      val held = scala.collection.mutable.Map[String, Int]().withDefaultValue(0)
+      // What Kinesis holds after the first attempt: read back what the ledgers wrote (each confirmation once).
+      val store = run1.store
+      val byContent = contents.map(c => fingerprintOf(c) -> c).toMap
+      store.read(query, 7).getOrElse(Array.empty[Long]).grouped(2).foreach(p => held(byContent((p(0), p(1)))) += 1)
+
+      val same = rnd.nextBoolean()
+      val replay = if (same) first else Seq.fill(1 + rnd.nextInt(5))(Seq.fill(rnd.nextInt(8))(contents(rnd.nextInt(4))))
+      val run2 = foreachPlan(7, query)
+      val sent = replay.zipWithIndex.flatMap { case (rows, p) => attempt(run2, p, rows) }
+      sent.foreach(c => held(c) += 1)
+      val wanted = replay.flatten.groupBy(identity).map { case (c, xs) => c -> xs.size }
+      wanted.foreach { case (c, n) => assert(held(c) >= n, s"round $round: $c lost (first $first, replay $replay)") }
+      if (same) wanted.foreach { case (c, n) => assert(held(c) == n, s"round $round: $c sent twice") }
+    }
+  }
+
+  private def fingerprintOf(data: String): (Long, Long) = {
+    var out = (0L, 0L)
+    io.github.sparkkinesis.replay.Fingerprint.of(
+      "s",
+      "k",
+      null,
+      java.nio.ByteBuffer.wrap(data.getBytes(UTF_8)),
+      (a: Long, b: Long) => out = (a, b)
+    )
+    out
+  }
+
+  test("foreach plans only a micro-batch's task, from its local properties, and removes the batches before it once") {
+    val f = ForeachReplay("dedupe_location", dir, 5000L, keyed = true, new HadoopConf(new Configuration()))
+    val props = Map("sql.streaming.queryId" -> "f4", "streaming.sql.batchId" -> "5", "spark.jobGroup.id" -> "run-1")
+    def refused(p: Map[String, String], epoch: Long = 5L) =
+      intercept[IllegalArgumentException](f.plan(p.getOrElse(_, null), epoch)).getMessage
+    assert(refused(props + ("__is_continuous_processing" -> "true")).contains("micro-batch streaming queries only"))
+    assert(refused(props - "sql.streaming.queryId").contains("Remove dedupe_location"))
+    assert(refused(props, epoch = 6L).contains("continuous processing"), "an epoch that is not the batch")
+    val store = plan(0, replay = false, "f4").store
+    Seq(3L, 4L, 5L).foreach(b => store.write(store.batchDir("f4", b), "0-x-1-ab-0", Array(1L, 2L), 1))
+    val p = f.plan(props.getOrElse(_, null), 5L)
+    assert(p.perPartition && p.queryId == "f4" && p.batchId == 5L && p.planId == "run-1" && !p.replay)
+    assert(!store.exists("f4", 3) && !store.exists("f4", 4) && store.exists("f4", 5), "batches before 5 removed")
+    store.write(store.batchDir("f4", 4), "0-x-1-ab-0", Array(1L, 2L), 1) // a zombie's late write
+    f.plan(props.getOrElse(_, null), 5L)
+    assert(store.exists("f4", 4), "once per JVM per batch")
+    f.plan((props + ("streaming.sql.batchId" -> "6")).getOrElse(_, null), 6L)
+    assert(!store.exists("f4", 4) && !store.exists("f4", 5))
   }
 }

@@ -40,28 +40,34 @@ private[sparkkinesis] final class FingerprintStore(root: Path, conf: Configurati
   }
 
   /** The fingerprints written for the batch so far in the files whose name `accept`s (h1, h2, …), or None if none. */
-  def read(queryId: String, batchId: Long, accept: String => Boolean = _ => true): Option[Array[Long]] = {
-    val files = list(batchDir(queryId, batchId)).filter(f => f.isFile && accept(f.getPath.getName))
+  def read(queryId: String, batchId: Long, accept: String => Boolean = _ => true): Option[Array[Long]] =
+    readFiles(list(queryId, batchId).filter(f => accept(f.getPath.getName)))
+
+  /** The batch's fingerprint files so far. */
+  def list(queryId: String, batchId: Long): Seq[FileStatus] = list(batchDir(queryId, batchId)).filter(_.isFile)
+
+  /** The fingerprints in `files` (of [[list]]), or None if there are none. */
+  def readFiles(files: Seq[FileStatus]): Option[Array[Long]] =
     if (files.isEmpty) None
     else {
       val out = new LongArrayBuilder
       files.foreach(f => readFile(f, out))
       Some(out.result())
     }
-  }
 
   /** Whether the batch has fingerprints from an earlier attempt. */
   def exists(queryId: String, batchId: Long): Boolean = list(batchDir(queryId, batchId)).exists(_.isFile)
 
   /** Deletes the fingerprints of the query's batches before `batchId` (committed: Spark plans a batch only once the one
     * before it is in the commit log). Returns how many batches went; a failure is logged, never thrown: leftovers only
-    * cost storage.
+    * cost storage. Several JVMs may delete at once (`foreach`'s tasks): what another removed first is no failure.
     */
   def deleteBefore(queryId: String, batchId: Long): Int =
     list(queryDir(queryId)).filter(s => s.isDirectory && batchNumber(s.getPath.getName).exists(_ < batchId)).count {
       s =>
         try fs.delete(s.getPath, true)
         catch {
+          case _: java.io.FileNotFoundException => false // another JVM removed it first
           case NonFatal(e) =>
             log.warn(s"Could not delete the fingerprints of committed batch ${s.getPath}: $e (they only cost storage)")
             false

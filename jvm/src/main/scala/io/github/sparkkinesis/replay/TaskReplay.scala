@@ -5,18 +5,25 @@ import java.util.concurrent.ThreadLocalRandom
 
 import scala.util.control.NonFatal
 
+import org.apache.hadoop.fs.FileStatus
 import org.slf4j.LoggerFactory
 
 import io.github.sparkkinesis.aggregation.Clock
 
 /** One task attempt's part in skipping on replay: it records the fingerprint of every record Kinesis confirms (its
-  * [[FingerprintLedger]]), and, when the driver planned the batch as a replay, skips a row while an equal confirmed
-  * fingerprint of an earlier attempt is unused by this attempt ([[Claims]] over the JVM's [[ConfirmedSet]]).
+  * [[FingerprintLedger]]), and skips a row while an equal fingerprint confirmed in an earlier attempt is unused by this
+  * attempt ([[Claims]] over a [[ConfirmedSet]]). Which earlier confirmations a task may use:
+  *
+  *   - `format("kinesis")`, a batch the driver planned as a replay (rows clustered by content): every earlier plan's,
+  *     the JVM's shared set; a retried attempt also its own partition's earlier attempts' in this plan.
+  *   - `foreach` (`perPartition`): only its own partition's, of every earlier attempt and plan. Per content f a
+  *     partition skips at most what that partition had confirmed, so the partitions together skip at most what Kinesis
+  *     holds: never a loss, whatever the replay's partitioning (docs/reliability.md, "Skip on replay").
   *
   * @param attempt
   *   Spark's task attempt id (unique within a run); a random nonce makes the file names unique across runs too.
   * @param retry
-  *   not the partition's first attempt in this plan (Spark's attempt number above 0).
+  *   not the partition's first attempt in this plan ([[TaskReplay.retried]]).
   */
 private[sparkkinesis] final class TaskReplay(
     plan: ReplayPlan,
@@ -34,14 +41,20 @@ private[sparkkinesis] final class TaskReplay(
     plan.flushIntervalMs * 1000000L,
     clock
   )
-  // Skips only in the batch the driver planned as a replay (a stale plan never skips).
+  private val current = epochId == plan.batchId // a stale plan never skips
+  // foreach: the partition's own earlier confirmations; a retry lists afresh (its earlier attempts wrote since the
+  // JVM's listing), a first attempt uses the listing its JVM made once for this run of the batch.
   private val claims: Claims =
-    if (plan.replay && epochId == plan.batchId) ReplayCache.confirmed(plan).claims()
-    else { ReplayCache.forget(plan.queryId); null }
-  // A retried attempt (same plan, same partition: the same rows) also skips what the partition's earlier attempts in
-  // this plan confirmed: those confirmations are its partition's alone, so no other task uses them.
+    if (current && plan.perPartition) {
+      val files = if (retry) store.list(plan.queryId, epochId) else ReplayCache.listing(plan)
+      val mine = s"$partitionId-"
+      store.readFiles(files.filter(_.getPath.getName.startsWith(mine))).map(ConfirmedSet.of(_).claims()).orNull
+    } else if (current && plan.replay) ReplayCache.confirmed(plan).claims()
+    else { if (!plan.perPartition) ReplayCache.forget(plan.queryId); null }
+  // format: a retried attempt (same plan, same partition: the same rows) also skips what the partition's earlier
+  // attempts in this plan confirmed: those confirmations are its partition's alone, so no other task uses them.
   private val own: Claims =
-    if (!retry || epochId != plan.batchId) null
+    if (!retry || !current || plan.perPartition) null
     else {
       val chain = TaskReplay.chain(plan, partitionId)
       store.read(plan.queryId, epochId, _.startsWith(chain)).map(ConfirmedSet.of(_).claims()).orNull
@@ -98,17 +111,25 @@ private[sparkkinesis] final class TaskReplay(
 }
 
 private[sparkkinesis] object TaskReplay {
-  private val log = LoggerFactory.getLogger(classOf[TaskReplay])
+  private[replay] val log = LoggerFactory.getLogger(classOf[TaskReplay])
 
   /** The start of the names of the files a partition's attempts write under one plan. */
   def chain(plan: ReplayPlan, partitionId: Long): String = s"$partitionId-${plan.planTag}-"
 
   /** Whether a file is of an earlier plan (run) of the batch: what a replay skips against. */
   def earlier(plan: ReplayPlan, name: String): Boolean = !name.contains(s"-${plan.planTag}-")
+
+  /** Whether this task is not its partition's first attempt in this plan: Spark's attempt number above 0 (a retry, a
+    * speculative copy) or a stage attempt above 0 (a resubmitted stage starts its attempt numbers again).
+    */
+  def retried: Boolean =
+    Option(org.apache.spark.TaskContext.get()).exists(c => c.attemptNumber() > 0 || c.stageAttemptNumber() > 0)
 }
 
-/** The confirmed fingerprints of the batch being replayed, loaded once per JVM per plan (one driver's build of the
-  * batch) and shared by its tasks; one entry per query, replaced by the query's next plan.
+/** What a JVM keeps per query for skip on replay: the confirmed fingerprints of the batch `format("kinesis")` replays,
+  * loaded once per plan (one driver's build of the batch) and shared by its tasks; the listing of the batch a `foreach`
+  * task runs, made once per run of the batch; and the last batch before which this JVM removed the query's
+  * fingerprints. One entry each per query, replaced by the query's next plan.
   */
 private[sparkkinesis] object ReplayCache {
   private final class Entry(plan: ReplayPlan) {
@@ -119,7 +140,13 @@ private[sparkkinesis] object ReplayCache {
         .map(ConfirmedSet.of)
         .getOrElse(ConfirmedSet.empty)
   }
+  private final class Listing(plan: ReplayPlan) {
+    val key: (Long, String) = (plan.batchId, plan.planId)
+    lazy val files: Seq[FileStatus] = plan.store.list(plan.queryId, plan.batchId)
+  }
   private val entries = new java.util.HashMap[String, Entry]()
+  private val listings = new java.util.HashMap[String, Listing]()
+  private val cleaned = new java.util.HashMap[String, java.lang.Long]()
 
   def confirmed(plan: ReplayPlan): ConfirmedSet = {
     val e = synchronized {
@@ -132,4 +159,32 @@ private[sparkkinesis] object ReplayCache {
 
   /** The query runs a batch that is no replay: what this JVM held for it is freed. */
   def forget(queryId: String): Unit = synchronized { entries.remove(queryId); () }
+
+  /** The files of the plan's batch, listed once per JVM per plan (the first task to ask lists, the others wait). */
+  def listing(plan: ReplayPlan): Seq[FileStatus] = {
+    val l = synchronized {
+      val cur = listings.get(plan.queryId)
+      if (cur != null && cur.key == ((plan.batchId, plan.planId))) cur
+      else { val n = new Listing(plan); listings.put(plan.queryId, n); n }
+    }
+    l.files
+  }
+
+  /** Removes the query's fingerprints of the batches before the plan's, once per JVM per batch. Other JVMs may do the
+    * same at the same time: a batch already gone is no error.
+    */
+  def cleanBefore(plan: ReplayPlan): Unit = {
+    val first = synchronized {
+      val done = cleaned.get(plan.queryId)
+      (done == null || done < plan.batchId) && { cleaned.put(plan.queryId, plan.batchId); true }
+    }
+    if (first) {
+      val deleted = plan.store.deleteBefore(plan.queryId, plan.batchId)
+      if (deleted > 0)
+        TaskReplay.log.info(
+          s"Query ${plan.queryId} batch ${plan.batchId}: fingerprints of $deleted committed batches removed from " +
+            plan.location
+        )
+    }
+  }
 }
