@@ -49,7 +49,9 @@ class FakeProducer extends ProducerClient {
     }
   }
   def flush(): Unit = flushes += 1
-  def destroy(): Unit = destroyed = true
+  /** Runs inside `destroy`, before it is marked: a test makes destroying block or fail. */
+  @volatile var onDestroy: () => Unit = () => ()
+  def destroy(): Unit = { onDestroy(); destroyed = true }
 
   /** Completes the oldest `n` outstanding records successfully. */
   def succeed(n: Int): Unit = (1 to n).foreach { _ =>

@@ -68,6 +68,25 @@ class PoolSuite extends AnyFunSuite {
     assert(f.created.toArray.forall(_.asInstanceOf[FakeProducer].destroyed))
   }
 
+  test("closeAll destroys the producers side by side, not one after another") {
+    val f = new FakePool
+    f.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26)
+    f.pool.acquire(cfgB, "s", 1000, 10000, 1L << 26)
+    f.pool.acquire(cfgA, "t", 1000, 10000, 1L << 26)
+    val fakes = f.created.toArray.map(_.asInstanceOf[FakeProducer])
+    // Each destroy waits until all have begun, as each KPL's waits a second: one after another, the first gives up.
+    val begun = new java.util.concurrent.CountDownLatch(fakes.length)
+    val together = new java.util.concurrent.ConcurrentLinkedQueue[Boolean]()
+    fakes.foreach(_.onDestroy = () => {
+      begun.countDown()
+      together.add(begun.await(10, java.util.concurrent.TimeUnit.SECONDS))
+    })
+    f.pool.closeAll()
+    assert(fakes.forall(_.destroyed))
+    assert(together.toArray.toSeq == Seq.fill(fakes.length)(true))
+    assert(f.pool.live.isEmpty)
+  }
+
   test("pool keys never print secrets") {
     val cfg = TestWriters
       .options(
