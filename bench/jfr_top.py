@@ -23,6 +23,9 @@ MARKERS = {
     "kpl.callbacks": "io.github.sparkkinesis.shaded.kpl.KinesisProducer$MessageHandler",
     "spark.foreach_sink": "org.apache.spark.sql.execution.streaming",
     "parquet": "org.apache.parquet",
+    "replay.fingerprint": "io.github.sparkkinesis.replay.Fingerprint",  # skip on replay (dedupe_location)
+    "replay.ledger": "io.github.sparkkinesis.replay.FingerprintLedger",
+    "replay.store": "io.github.sparkkinesis.replay.FingerprintStore",
 }
 
 

@@ -37,9 +37,10 @@ private[sparkkinesis] final class FingerprintLedger(
   /** Writes what was confirmed since the last flush (nothing if nothing was); on a failure it stays for the next. */
   def flush(): Unit = synchronized {
     nextFlush = clock.nanoTime() + intervalNanos
-    val delta = lock.synchronized { val d = pending; pending = new LongArrayBuilder; d }
+    // The next interval's builder starts at this one's size: it rarely grows (copies) while confirmations come in.
+    val delta = lock.synchronized { val d = pending; pending = new LongArrayBuilder(d.pairs); d }
     if (delta.pairs > 0) {
-      try store.write(dir, s"$prefix-$seq", delta.result(), delta.pairs)
+      try store.write(dir, s"$prefix-$seq", delta.array, delta.pairs)
       catch {
         case e: Throwable =>
           lock.synchronized { val newer = pending; pending = delta; pending.addAll(newer) }

@@ -1,6 +1,7 @@
 package io.github.sparkkinesis.replay
 
-import java.io.{DataInputStream, DataOutputStream, IOException}
+import java.io.{DataInputStream, IOException}
+import java.nio.ByteBuffer
 
 import scala.util.control.NonFatal
 
@@ -24,19 +25,18 @@ private[sparkkinesis] final class FingerprintStore(root: Path, conf: Configurati
 
   /** Writes `count` pairs of `fingerprints` as a new file `name` in `dir`; fails if it exists. */
   def write(dir: Path, name: String, fingerprints: Array[Long], count: Int): Unit = {
-    val out = new DataOutputStream(
-      fs.createFile(new Path(dir, name))
-        .overwrite(false)
-        .recursive()
-        .opt(ConditionalCreate, true) // S3A: If-None-Match on the PUT where the Hadoop has it (3.4.2+)
-        .build()
-    )
-    try {
-      out.writeInt(Magic)
-      out.writeInt(Version)
-      var i = 0
-      while (i < 2 * count) { out.writeLong(fingerprints(i)); i += 1 }
-    } finally out.close()
+    // Encoded whole, then one write: the file system's stream pays per call (checksums, locks), not per byte.
+    val bytes = ByteBuffer.allocate(HeaderBytes + 16 * count) // big-endian, as DataInputStream reads it
+    bytes.putInt(Magic).putInt(Version)
+    bytes.asLongBuffer().put(fingerprints, 0, 2 * count)
+    val out = fs
+      .createFile(new Path(dir, name))
+      .overwrite(false)
+      .recursive()
+      .opt(ConditionalCreate, true) // S3A: If-None-Match on the PUT where the Hadoop has it (3.4.2+)
+      .build()
+    try out.write(bytes.array())
+    finally out.close()
   }
 
   /** The fingerprints written for the batch so far in the files whose name `accept`s (h1, h2, …), or None if none. */
@@ -109,8 +109,8 @@ private[sparkkinesis] object FingerprintStore {
 }
 
 /** A growing array of fingerprint pairs. */
-private[replay] final class LongArrayBuilder {
-  private var a = new Array[Long](64)
+private[replay] final class LongArrayBuilder(initialPairs: Int = 32) {
+  private var a = new Array[Long](2 * math.max(32, initialPairs))
   private var n = 0
   def add(h1: Long, h2: Long): Unit = {
     if (n + 2 > a.length) a = java.util.Arrays.copyOf(a, a.length * 2)
@@ -121,4 +121,7 @@ private[replay] final class LongArrayBuilder {
   def pairs: Int = n / 2
   def addAll(o: LongArrayBuilder): Unit = { var i = 0; while (i < o.n) { add(o.a(i), o.a(i + 1)); i += 2 } }
   def result(): Array[Long] = java.util.Arrays.copyOf(a, n)
+
+  /** The pairs so far in place (the first `2 * pairs` longs), for a writer that is done adding. */
+  def array: Array[Long] = a
 }
