@@ -38,8 +38,8 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   // Set before the task's first put (skip on replay, docs/reliability.md); null when the mode is off.
   var replay: TaskReplay = null
 
-  override def confirmed(p: Pending): Unit =
-    if (replay != null) replay.confirmed(p.stream, p.partitionKey, p.explicitHashKey, p.data)
+  override def confirmed(entries: Array[Pending], from: Int, until: Int): Unit =
+    if (replay != null) replay.confirmed(entries, from, until)
 
   /** A record sent alone confirmed; `data` as it was put. */
   def confirmed(record: KinesisRecord): Unit =

@@ -37,11 +37,11 @@ private[sparkkinesis] object Pending {
         val e = entries(j)
         bytes += e.bytes
         n += 1
-        if (result.isRight) { owner.latency(e.startNanos); owner.confirmed(e) }
+        if (result.isRight) owner.latency(e.startNanos)
         j += 1
       }
       result match {
-        case Right(r) => owner.succeeded(r, n, bytes)
+        case Right(r) => owner.confirmed(entries, i, j); owner.succeeded(r, n, bytes)
         case Left(t)  => owner.failed(t, n, bytes)
       }
       i = j

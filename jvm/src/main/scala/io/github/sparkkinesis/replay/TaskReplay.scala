@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.fs.FileStatus
 import org.slf4j.LoggerFactory
 
-import io.github.sparkkinesis.aggregation.Clock
+import io.github.sparkkinesis.aggregation.{Clock, Pending}
 
 /** One task attempt's part in skipping on replay: it records the fingerprint of every record Kinesis confirms (its
   * [[FingerprintLedger]]), and skips a row while an equal fingerprint confirmed in an earlier attempt is unused by this
@@ -76,6 +76,19 @@ private[sparkkinesis] final class TaskReplay(
   /** Kinesis confirmed this record (any thread). */
   def confirmed(stream: String, partitionKey: String, explicitHashKey: String, data: ByteBuffer): Unit =
     Fingerprint.of(stream, if (plan.keyed) partitionKey else null, explicitHashKey, data, ledger.add)
+
+  /** Kinesis confirmed the aggregated records `entries(from until until)`, all this task's (any thread): one ledger
+    * update for the run.
+    */
+  def confirmed(entries: Array[Pending], from: Int, until: Int): Unit =
+    ledger.addAll { to =>
+      var i = from
+      while (i < until) {
+        val p = entries(i)
+        Fingerprint.of(p.stream, if (plan.keyed) p.partitionKey else null, p.explicitHashKey, p.data, to)
+        i += 1
+      }
+    }
 
   /** After every record of the task is confirmed: writes the rest; a failure fails the task (the directory must be
     * writable for the mode to mean anything).
