@@ -73,9 +73,17 @@ private[sparkkinesis] final class TaskReplay(
       taken
     }
 
-  /** Kinesis confirmed this record (any thread). */
-  def confirmed(stream: String, partitionKey: String, explicitHashKey: String, data: ByteBuffer): Unit =
-    Fingerprint.of(stream, if (plan.keyed) partitionKey else null, explicitHashKey, data, ledger.add)
+  /** A record's fingerprint, to `to`: taken as it is put, and passed to [[confirmed]] once Kinesis confirms it. */
+  def fingerprint(
+      stream: String,
+      partitionKey: String,
+      explicitHashKey: String,
+      data: ByteBuffer,
+      to: Fingerprint.Sink
+  ): Unit = Fingerprint.of(stream, if (plan.keyed) partitionKey else null, explicitHashKey, data, to)
+
+  /** Kinesis confirmed the record of this fingerprint (any thread). */
+  def confirmed(h1: Long, h2: Long): Unit = ledger.add(h1, h2)
 
   /** Kinesis confirmed the aggregated records `entries(from until until)`, all this task's (any thread): one ledger
     * update for the run.
