@@ -21,6 +21,10 @@ private[sparkkinesis] final class Pending(
 ) {
   private[aggregation] var keyIndex = 0
   private[aggregation] var hashKeyIndex = -1
+  // The host's 128-bit digest of the record's content, taken while the record is built (its data is read there
+  // anyway); the aggregation only carries it to the owner's confirmation. 0 when the host takes none.
+  var digest1 = 0L
+  var digest2 = 0L
 }
 
 private[sparkkinesis] object Pending {

@@ -86,17 +86,23 @@ private[sparkkinesis] final class TaskReplay(
   def confirmed(h1: Long, h2: Long): Unit = ledger.add(h1, h2)
 
   /** Kinesis confirmed the aggregated records `entries(from until until)`, all this task's (any thread): one ledger
-    * update for the run.
+    * update for the run, of the fingerprints [[fingerprint]] took.
     */
   def confirmed(entries: Array[Pending], from: Int, until: Int): Unit =
     ledger.addAll { to =>
       var i = from
-      while (i < until) {
-        val p = entries(i)
-        Fingerprint.of(p.stream, if (plan.keyed) p.partitionKey else null, p.explicitHashKey, p.data, to)
-        i += 1
-      }
+      while (i < until) { val p = entries(i); to(p.digest1, p.digest2); i += 1 }
     }
+
+  /** Takes `p`'s fingerprint into its digest (the task thread, as it is built: its data is still in the cache), for
+    * [[confirmed]].
+    */
+  def fingerprint(p: Pending): Unit = {
+    digesting = p
+    Fingerprint.of(p.stream, if (plan.keyed) p.partitionKey else null, p.explicitHashKey, p.data, digest)
+  }
+  private var digesting: Pending = null // task thread only
+  private val digest: Fingerprint.Sink = (h1: Long, h2: Long) => { digesting.digest1 = h1; digesting.digest2 = h2 }
 
   /** After every record of the task is confirmed: writes the rest; a failure fails the task (the directory must be
     * writable for the mode to mean anything).
