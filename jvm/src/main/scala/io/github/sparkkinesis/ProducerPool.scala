@@ -127,8 +127,8 @@ private[sparkkinesis] final class ProducerPool(
     catch { case scala.util.control.NonFatal(e) => log.debug(s"Sampling KPL metrics of producer #${p.id} failed", e) }
   }
 
-  /** Closes every producer (the JVM's shutdown hook). A KPL's `destroy` waits a second for its daemon's threads, so
-    * the daemons are destroyed side by side: the JVM's exit waits about a second, not a second per producer.
+  /** Closes every producer (the JVM's shutdown hook). A KPL's `destroy` waits a second for its daemon's threads, so the
+    * daemons are destroyed side by side: the JVM's exit waits about a second, not a second per producer.
     */
   def closeAll(): Unit = synchronized {
     val all = (producers.values ++ retired).toList

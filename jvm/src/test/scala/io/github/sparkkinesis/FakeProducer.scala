@@ -49,6 +49,7 @@ class FakeProducer extends ProducerClient {
     }
   }
   def flush(): Unit = flushes += 1
+
   /** Runs inside `destroy`, before it is marked: a test makes destroying block or fail. */
   @volatile var onDestroy: () => Unit = () => ()
   def destroy(): Unit = { onDestroy(); destroyed = true }
