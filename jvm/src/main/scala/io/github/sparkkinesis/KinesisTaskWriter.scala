@@ -8,7 +8,7 @@ import org.slf4j.LoggerFactory
 import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
 
 import io.github.sparkkinesis.aggregation.HashKey
-import io.github.sparkkinesis.replay.TaskReplay
+import io.github.sparkkinesis.replay.{Fingerprint, TaskReplay}
 
 /** One task's writes, whatever the entry point (`foreach`, or the `kinesis` DataSource V2 sink for streaming and
   * batch): each adapter turns its rows into [[KinesisRecord]]s and drives this core.
@@ -128,10 +128,12 @@ private[sparkkinesis] object KinesisTaskWriter {
 
   /** Puts one user record as it is (the KPL may still aggregate it); its completion is counted for `state`. */
   def putAlone(client: ProducerClient, record: KinesisRecord, state: WriterState, bytes: Int, start: Long): Unit = {
-    // With skip on replay, the data as put: the KPL reads the record's buffer, which leaves nothing to fingerprint.
-    val confirmed = if (state.replay != null) record.copy(data = record.data.duplicate()) else null
-    val future = client.put(record)
-    future.addListener(new RecordCallback(future, state, bytes, start, confirmed), MoreExecutors.directExecutor())
+    val callback = new RecordCallback(state, bytes, start)
+    // With skip on replay, the fingerprint of the data as put: the KPL reads the record's buffer.
+    if (state.replay != null)
+      state.replay.fingerprint(record.stream, record.partitionKey, record.explicitHashKey, record.data, callback)
+    callback.future = client.put(record)
+    callback.future.addListener(callback, MoreExecutors.directExecutor())
   }
 
   private def warnBlocked(options: KinesisWriterOptions, waitedMs: Long): Unit =
@@ -145,20 +147,23 @@ private[sparkkinesis] object KinesisTaskWriter {
 }
 
 /** Completion of one record: runs on the KPL's callback thread (replaces Guava's per-record `addCallback` wrapper, so
-  * it costs no extra allocation).
+  * it costs no extra allocation). With skip on replay it holds the record's fingerprint (as a [[Fingerprint.Sink]]),
+  * not the record.
   */
-private[sparkkinesis] final class RecordCallback(
-    future: ListenableFuture[UserRecordResult],
-    state: WriterState,
-    bytes: Int,
-    startNanos: Long,
-    record: KinesisRecord = null
-) extends Runnable {
+private[sparkkinesis] final class RecordCallback(state: WriterState, bytes: Int, startNanos: Long)
+    extends Runnable
+    with Fingerprint.Sink {
+  var future: ListenableFuture[UserRecordResult] = null // set before the listener is added
+  private var h1 = 0L
+  private var h2 = 0L
+
+  def apply(h1: Long, h2: Long): Unit = { this.h1 = h1; this.h2 = h2 }
+
   def run(): Unit =
     try {
       val result = Futures.getDone(future)
       state.latency(startNanos)
-      state.confirmed(record)
+      state.confirmed(h1, h2)
       state.succeeded(result, 1, bytes.toLong)
     } catch {
       case e: ExecutionException    => state.failed(e.getCause, 1, bytes.toLong)

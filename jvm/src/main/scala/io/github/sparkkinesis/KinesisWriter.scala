@@ -5,7 +5,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
 
 import io.github.sparkkinesis.compat.CollectionConverters._
-import io.github.sparkkinesis.replay.{ForeachReplay, HadoopConf, ReplayPlan}
+import io.github.sparkkinesis.replay.{ForeachReplay, QueryConf, ReplayPlan}
 
 /** The `foreach` entry point (Python's `KinesisWriter` calls `create` through py4j; Scala and Java callers too), and
   * the driver-side build it shares with the `format("kinesis")` entry point ([[KinesisSourceProvider]]).
@@ -32,7 +32,7 @@ object KinesisWriter {
       .map(_.sparkContext.hadoopConfiguration)
       .getOrElse(new Configuration())
     val name = KinesisWriterOptions.DedupeLocation.name
-    ForeachReplay(name, d.location, d.flushIntervalMs, DedupeOptions.keyed(options), new HadoopConf(hadoop))
+    ForeachReplay(name, d.location, d.flushIntervalMs, DedupeOptions.keyed(options), QueryConf(hadoop))
   }
 
   /** What every entry point checks and builds on the driver: options, the row layout, the driver-side totals. */

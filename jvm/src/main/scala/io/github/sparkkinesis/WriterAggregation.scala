@@ -46,8 +46,8 @@ private[sparkkinesis] object WriterAggregation {
       start: Long,
       key: HashKey,
       keyBytes: Int
-  ): Pending =
-    new Pending(
+  ): Pending = {
+    val p = new Pending(
       record.stream,
       record.partitionKey,
       record.explicitHashKey,
@@ -58,6 +58,10 @@ private[sparkkinesis] object WriterAggregation {
       key,
       keyBytes
     )
+    // Skip on replay: the fingerprint goes with the record, taken before the aggregation may send (and confirm) it.
+    if (owner.replay != null) owner.replay.fingerprint(p)
+    p
+  }
 
   /** Producer `name`'s linger thread, on the JVM's clock. */
   def scheduler(name: String): Scheduler = Scheduler.onThread(Clock.system, newThread, name)

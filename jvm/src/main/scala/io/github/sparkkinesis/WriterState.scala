@@ -38,13 +38,11 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   // Set before the task's first put (skip on replay, docs/reliability.md); null when the mode is off.
   var replay: TaskReplay = null
 
-  override def confirmed(p: Pending): Unit =
-    if (replay != null) replay.confirmed(p.stream, p.partitionKey, p.explicitHashKey, p.data)
+  override def confirmed(entries: Array[Pending], from: Int, until: Int): Unit =
+    if (replay != null) replay.confirmed(entries, from, until)
 
-  /** A record sent alone confirmed; `data` as it was put. */
-  def confirmed(record: KinesisRecord): Unit =
-    if (replay != null && record != null)
-      replay.confirmed(record.stream, record.partitionKey, record.explicitHashKey, record.data)
+  /** A record sent alone confirmed; its fingerprint, taken when it was put. */
+  def confirmed(h1: Long, h2: Long): Unit = if (replay != null) replay.confirmed(h1, h2)
 
   /** A start time for 1 in LatencySampleEvery records (0 = not sampled): `nanoTime` is not free. */
   def latencyStart(): Long = {

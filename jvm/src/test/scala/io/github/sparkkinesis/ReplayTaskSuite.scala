@@ -9,7 +9,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.github.sparkkinesis.compat.CollectionConverters._
-import io.github.sparkkinesis.replay.{ForeachReplay, HadoopConf, ReplayPlan}
+import io.github.sparkkinesis.replay.{ForeachReplay, QueryConf, ReplayPlan}
 
 /** Skip on replay through the task core, with fake producers: what a task records when Kinesis confirms (alone or
   * inside the writer's aggregates), what an abort keeps, and what a replay skips.
@@ -27,7 +27,7 @@ class ReplayTaskSuite extends AnyFunSuite {
       keyed = true,
       60000L,
       java.util.UUID.randomUUID().toString,
-      new HadoopConf(new Configuration())
+      QueryConf(new Configuration())
     )
 
   /** foreach's plan of one run of a batch (what [[ForeachReplay.plan]] makes in a task). */
@@ -261,7 +261,7 @@ class ReplayTaskSuite extends AnyFunSuite {
   }
 
   test("foreach plans only a micro-batch's task, from its local properties, and removes the batches before it once") {
-    val f = ForeachReplay("dedupe_location", dir, 5000L, keyed = true, new HadoopConf(new Configuration()))
+    val f = ForeachReplay("dedupe_location", dir, 5000L, keyed = true, QueryConf(new Configuration()))
     val props = Map("sql.streaming.queryId" -> "f4", "streaming.sql.batchId" -> "5", "spark.jobGroup.id" -> "run-1")
     def refused(p: Map[String, String], epoch: Long = 5L) =
       intercept[IllegalArgumentException](f.plan(p.getOrElse(_, null), epoch)).getMessage

@@ -31,8 +31,10 @@ private[sparkkinesis] trait RecordOwner {
   /** A confirmed record's latency from `startNanos` (0: not sampled), on the owner's clock. */
   def latency(startNanos: Long): Unit
 
-  /** Kinesis confirmed this user record (one call per record, before its run's `succeeded`). */
-  def confirmed(p: Pending): Unit = ()
+  /** Kinesis confirmed the user records `entries(from until until)`, a run of this owner's (one call per run, before
+    * its `succeeded`).
+    */
+  def confirmed(entries: Array[Pending], from: Int, until: Int): Unit = ()
 }
 
 /** What the aggregation counts. */

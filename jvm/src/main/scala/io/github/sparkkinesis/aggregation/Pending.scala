@@ -21,6 +21,10 @@ private[sparkkinesis] final class Pending(
 ) {
   private[aggregation] var keyIndex = 0
   private[aggregation] var hashKeyIndex = -1
+  // The host's 128-bit digest of the record's content, taken while the record is built (its data is read there
+  // anyway); the aggregation only carries it to the owner's confirmation. 0 when the host takes none.
+  var digest1 = 0L
+  var digest2 = 0L
 }
 
 private[sparkkinesis] object Pending {
@@ -37,11 +41,11 @@ private[sparkkinesis] object Pending {
         val e = entries(j)
         bytes += e.bytes
         n += 1
-        if (result.isRight) { owner.latency(e.startNanos); owner.confirmed(e) }
+        if (result.isRight) owner.latency(e.startNanos)
         j += 1
       }
       result match {
-        case Right(r) => owner.succeeded(r, n, bytes)
+        case Right(r) => owner.confirmed(entries, i, j); owner.succeeded(r, n, bytes)
         case Left(t)  => owner.failed(t, n, bytes)
       }
       i = j

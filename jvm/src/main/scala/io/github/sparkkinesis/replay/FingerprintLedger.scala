@@ -31,6 +31,11 @@ private[sparkkinesis] final class FingerprintLedger(
   /** A confirmed record's fingerprint; any thread. */
   val add: Fingerprint.Sink = (h1: Long, h2: Long) => lock.synchronized(pending.add(h1, h2))
 
+  /** Several confirmed records' fingerprints under one lock: `run` calls its sink once per record; any thread. */
+  def addAll(run: Fingerprint.Sink => Unit): Unit = lock.synchronized(run(unlocked))
+
+  private val unlocked: Fingerprint.Sink = (h1: Long, h2: Long) => pending.add(h1, h2) // with the lock held
+
   /** Flushes if the interval has passed since the last flush. */
   def flushIfDue(): Unit = if (clock.nanoTime() - nextFlush >= 0) flush()
 

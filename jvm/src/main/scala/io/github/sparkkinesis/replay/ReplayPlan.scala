@@ -6,6 +6,7 @@ import java.util.UUID
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.SparkContext
+import org.apache.spark.broadcast.Broadcast
 import org.slf4j.LoggerFactory
 
 /** What was decided for one micro-batch's write, shipped to its tasks: where fingerprints go, the query's stable id and
@@ -32,7 +33,7 @@ private[sparkkinesis] final case class ReplayPlan(
     keyed: Boolean,
     flushIntervalMs: Long,
     planId: String,
-    conf: HadoopConf,
+    conf: QueryConf,
     perPartition: Boolean = false
 ) {
   @transient lazy val store: FingerprintStore = new FingerprintStore(new Path(location), conf.value)
@@ -65,7 +66,7 @@ private[sparkkinesis] object ReplayPlan {
     val ownQuery = sc.getLocalProperty(QueryIdProperty) == queryId
     if (batchId.isEmpty || !ownQuery || sc.getLocalProperty(ContinuousProperty) == "true") throw notMicroBatch(option)
     val id = batchId.get.toLong
-    val conf = new HadoopConf(sc.hadoopConfiguration)
+    val conf = QueryConf(sc, queryId)
     val first = ReplayPlan(location, queryId, id, false, keyed, flushIntervalMs, UUID.randomUUID().toString, conf)
     val deleted = first.store.deleteBefore(queryId, id)
     val again = first.store.exists(queryId, id)
@@ -93,7 +94,7 @@ private[sparkkinesis] final case class ForeachReplay(
     location: String,
     flushIntervalMs: Long,
     keyed: Boolean,
-    conf: HadoopConf
+    conf: QueryConf
 ) {
 
   /** In a task of batch `epochId` (`property`: the task's local properties): its plan, or a clear failure where the
@@ -118,6 +119,49 @@ private[sparkkinesis] final case class ForeachReplay(
   }
 
   override def toString: String = s"ForeachReplay($location)"
+}
+
+/** The Hadoop configuration a plan's store uses. `format("kinesis")`: on the driver the SparkContext's, in tasks a copy
+  * broadcast once per run of the query, not serialized into every batch's tasks (a configuration holds every Hadoop
+  * default, and each task would read it all again). The copy is the SparkContext's configuration when the run planned
+  * its first batch: s3a settings and credentials providers reach the executors as they are; a later change to the
+  * SparkContext's configuration reaches the query's next run. `foreach` (and a thread that names no run) ships it
+  * whole.
+  */
+private[sparkkinesis] final class QueryConf private (
+    @transient private val driver: Configuration,
+    shared: Broadcast[HadoopConf],
+    direct: HadoopConf
+) extends Serializable {
+  def value: Configuration =
+    if (driver != null) driver else if (shared != null) shared.value.value else direct.value
+}
+
+private[sparkkinesis] object QueryConf {
+  // Per query: the run whose broadcast it is, and the broadcast (the previous run's is left to Spark's cleaner).
+  private val runs = new java.util.HashMap[String, (String, Broadcast[HadoopConf])]()
+
+  /** Shipped whole with the plan (tests, and a planning thread that names no run). */
+  def apply(conf: Configuration): QueryConf = new QueryConf(null, null, new HadoopConf(conf))
+
+  /** On the driver, planning a batch of `queryId`: the run's broadcast, made at its first batch. */
+  def apply(sc: SparkContext, queryId: String): QueryConf = {
+    val conf = sc.hadoopConfiguration
+    Option(sc.getLocalProperty(ReplayPlan.RunProperty)) match {
+      case None => QueryConf(conf)
+      case Some(run) =>
+        val b = runs.synchronized {
+          val cur = runs.get(queryId)
+          if (cur != null && cur._1 == run) cur._2
+          else {
+            val n = sc.broadcast(new HadoopConf(new Configuration(conf)))
+            runs.put(queryId, (run, n))
+            n
+          }
+        }
+        new QueryConf(conf, b, null)
+    }
+  }
 }
 
 /** A Hadoop configuration that travels to tasks (as Spark's own `SerializableConfiguration`, which is internal). */

@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.fs.FileStatus
 import org.slf4j.LoggerFactory
 
-import io.github.sparkkinesis.aggregation.Clock
+import io.github.sparkkinesis.aggregation.{Clock, Pending}
 
 /** One task attempt's part in skipping on replay: it records the fingerprint of every record Kinesis confirms (its
   * [[FingerprintLedger]]), and skips a row while an equal fingerprint confirmed in an earlier attempt is unused by this
@@ -73,9 +73,36 @@ private[sparkkinesis] final class TaskReplay(
       taken
     }
 
-  /** Kinesis confirmed this record (any thread). */
-  def confirmed(stream: String, partitionKey: String, explicitHashKey: String, data: ByteBuffer): Unit =
-    Fingerprint.of(stream, if (plan.keyed) partitionKey else null, explicitHashKey, data, ledger.add)
+  /** A record's fingerprint, to `to`: taken as it is put, and passed to [[confirmed]] once Kinesis confirms it. */
+  def fingerprint(
+      stream: String,
+      partitionKey: String,
+      explicitHashKey: String,
+      data: ByteBuffer,
+      to: Fingerprint.Sink
+  ): Unit = Fingerprint.of(stream, if (plan.keyed) partitionKey else null, explicitHashKey, data, to)
+
+  /** Kinesis confirmed the record of this fingerprint (any thread). */
+  def confirmed(h1: Long, h2: Long): Unit = ledger.add(h1, h2)
+
+  /** Kinesis confirmed the aggregated records `entries(from until until)`, all this task's (any thread): one ledger
+    * update for the run, of the fingerprints [[fingerprint]] took.
+    */
+  def confirmed(entries: Array[Pending], from: Int, until: Int): Unit =
+    ledger.addAll { to =>
+      var i = from
+      while (i < until) { val p = entries(i); to(p.digest1, p.digest2); i += 1 }
+    }
+
+  /** Takes `p`'s fingerprint into its digest (the task thread, as it is built: its data is still in the cache), for
+    * [[confirmed]].
+    */
+  def fingerprint(p: Pending): Unit = {
+    digesting = p
+    Fingerprint.of(p.stream, if (plan.keyed) p.partitionKey else null, p.explicitHashKey, p.data, digest)
+  }
+  private var digesting: Pending = null // task thread only
+  private val digest: Fingerprint.Sink = (h1: Long, h2: Long) => { digesting.digest1 = h1; digesting.digest2 = h2 }
 
   /** After every record of the task is confirmed: writes the rest; a failure fails the task (the directory must be
     * writable for the mode to mean anything).

@@ -127,4 +127,15 @@ class ReplaySuite extends AnyFunSuite {
     ledger.flush()
     assert(store.read("q", 0).get.grouped(2).map(_.head).toSeq.sorted == Seq(1L, 2L, 3L, 4L, 5L))
   }
+
+  test("a ledger takes a run of confirmations at once, in order, between flushes") {
+    val (store, _) = tempStore()
+    val ledger = new FingerprintLedger(store, store.batchDir("q", 0), "1-2-aa", 5000L * 1000000L, new FakeClock)
+    ledger.add(1L, 10L)
+    ledger.addAll(to => (2L to 4L).foreach(i => to(i, 10L * i)))
+    ledger.flush()
+    ledger.addAll(to => to(5L, 50L))
+    ledger.flush()
+    assert(store.read("q", 0).get.toSeq == (1L to 5L).flatMap(i => Seq(i, 10L * i)) && ledger.files == 2)
+  }
 }
