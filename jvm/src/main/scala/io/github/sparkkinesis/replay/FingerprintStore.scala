@@ -78,7 +78,20 @@ private[sparkkinesis] final class FingerprintStore(root: Path, conf: Configurati
     try fs.listStatus(dir).toSeq
     catch { case _: java.io.FileNotFoundException => Nil }
 
-  private def readFile(f: FileStatus, out: LongArrayBuilder): Unit = {
+  /** Reads `f`'s whole pairs into `out`. An attempt killed while writing (an executor lost) can leave a file cut short,
+    * even empty, or one its file system's checksum no longer matches: what it yields is used and the rest ignored, so a
+    * replay skips less (duplicates), never a record that was not confirmed.
+    */
+  private def readFile(f: FileStatus, out: LongArrayBuilder): Unit =
+    if (f.getLen < HeaderBytes) log.info(s"${f.getPath} holds no whole fingerprint (cut short by a lost attempt)")
+    else
+      try readWhole(f, out)
+      catch {
+        case e @ (_: java.io.EOFException | _: org.apache.hadoop.fs.ChecksumException) =>
+          log.warn(s"${f.getPath} was cut short by a lost attempt; its whole fingerprints before that are used: $e")
+      }
+
+  private def readWhole(f: FileStatus, out: LongArrayBuilder): Unit = {
     val in = new DataInputStream(fs.open(f.getPath))
     try {
       val magic = in.readInt()
