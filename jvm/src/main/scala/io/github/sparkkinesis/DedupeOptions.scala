@@ -7,7 +7,7 @@ private[sparkkinesis] object DedupeOptions {
   import KinesisWriterOptions.DedupeLocation
 
   /** Whether a record's partition key comes from its row, and so is part of its content (a generated one is not). */
-  def keyed(options: KinesisWriterOptions): Boolean = !options.partitioner.exists(_ != Partitioner.NoKey)
+  def keyed(options: KinesisWriterOptions): Boolean = !Partitioner.generatesKeys(options.partitioner)
 
   /** A directory every executor reaches the same way: a URI with a scheme (a bare path would mean the driver's and each
     * executor's own disk).

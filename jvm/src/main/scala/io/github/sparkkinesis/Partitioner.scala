@@ -15,4 +15,7 @@ private[sparkkinesis] object Partitioner {
     */
   case object NoKey extends Partitioner("none")
   val all: Seq[Partitioner] = Seq(Random, Fixed, NoKey)
+
+  /** Whether `p` makes each record's key (`random`, `fixed`), so a `partitionKey` column is not read. */
+  def generatesKeys(p: Option[Partitioner]): Boolean = p.exists(_ != NoKey)
 }

@@ -65,7 +65,7 @@ private[sparkkinesis] final class RowConverter private (
     if (generatesKeys) generatedKey(partitionId) else string(row, partitionKeyIndex)
   private def internalKey(row: InternalRow, partitionId: Long): String =
     if (generatesKeys) generatedKey(partitionId) else internalString(row, partitionKeyIndex)
-  private def generatesKeys: Boolean = partitioner.exists(_ != Partitioner.NoKey)
+  private def generatesKeys: Boolean = Partitioner.generatesKeys(partitioner)
 
   private def generatedKey(partitionId: Long): String = partitioner match {
     case Some(Partitioner.Fixed) => java.lang.Long.toString(partitionId)

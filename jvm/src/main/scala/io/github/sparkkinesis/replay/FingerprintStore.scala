@@ -56,7 +56,7 @@ private[sparkkinesis] final class FingerprintStore(root: Path, conf: Configurati
     }
 
   /** Whether the batch has fingerprints from an earlier attempt. */
-  def exists(queryId: String, batchId: Long): Boolean = list(batchDir(queryId, batchId)).exists(_.isFile)
+  def exists(queryId: String, batchId: Long): Boolean = list(queryId, batchId).nonEmpty
 
   /** Deletes the fingerprints of the query's batches before `batchId` (committed: Spark plans a batch only once the one
     * before it is in the commit log). Returns how many batches went; a failure is logged, never thrown: leftovers only
