@@ -99,7 +99,7 @@ private[sparkkinesis] final class TaskReplay(
     */
   def fingerprint(p: Pending): Unit = {
     digesting = p
-    Fingerprint.of(p.stream, if (plan.keyed) p.partitionKey else null, p.explicitHashKey, p.data, digest)
+    fingerprint(p.stream, p.partitionKey, p.explicitHashKey, p.data, digest)
   }
   private var digesting: Pending = null // task thread only
   private val digest: Fingerprint.Sink = (h1: Long, h2: Long) => { digesting.digest1 = h1; digesting.digest2 = h2 }
