@@ -2,7 +2,6 @@ package io.github.sparkkinesis.bench
 
 import java.nio.ByteBuffer
 import java.nio.file.Files
-import java.util.concurrent.TimeUnit
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -16,13 +15,7 @@ import io.github.sparkkinesis.replay.{Fingerprint, FingerprintLedger, Fingerprin
   * (`confirm`: what the writer's completion does per record). The records are the bench's (`BenchRecords`), to stream
   * `sink_dedupe-100`.
   */
-@State(Scope.Thread)
-@BenchmarkMode(Array(Mode.AverageTime))
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Warmup(iterations = 3, time = 2, timeUnit = TimeUnit.SECONDS)
-@Measurement(iterations = 5, time = 3, timeUnit = TimeUnit.SECONDS)
-@Fork(1)
-class FingerprintBench {
+class FingerprintBench extends NanoBench {
   import FingerprintBench._
 
   @Param(Array("100", "1024"))

@@ -66,13 +66,7 @@ final class BatchCompletingProducer(batch: Int) extends ProducerClient {
   * The production writer, with queue_limit and max_outstanding_bytes so large the check never blocks; what the check
   * itself costs is [[BoundBench]]'s.
   */
-@State(Scope.Thread)
-@BenchmarkMode(Array(Mode.AverageTime))
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Warmup(iterations = 3, time = 2, timeUnit = TimeUnit.SECONDS)
-@Measurement(iterations = 5, time = 3, timeUnit = TimeUnit.SECONDS)
-@Fork(1)
-class HotPathBench {
+class HotPathBench extends NanoBench {
   import HotPathBench._
 
   @Param(Array("writer", "kpl"))
