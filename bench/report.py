@@ -171,6 +171,9 @@ SCALE_FIELDS = (
     "records_per_s",
     "link_use",
     "throttled",
+    "throttled_share",
+    "throttled_share_steady",
+    "rows",
     "cpu_s_per_m_net",
     "cpu_s_per_m_steady",
     "failed",
@@ -338,6 +341,7 @@ def line(parts: dict[str, dict[str, Any]]) -> str:
         "cpu_ratio_vs_kpl_agg": fmt(sm.get("cpu_ratio_vs_kpl_agg"), 2),
     }
     fields.update({k: fmt(sm.get(k), 0 if k.endswith("_ms") else 2) for k in REALTIME_FIELDS})
+    fields["throttled_share_e4"] = fmt(sm.get("scale_throttled_share_e4"), 4)
     return "bench: " + " ".join(f"{k}={v}" for k, v in fields.items())
 
 
@@ -567,6 +571,16 @@ def render_large(p: dict[str, Any]) -> str:
 SIZES = {100: "100 B", 1024: "1 KiB", 10240: "10 KiB", 102400: "100 KiB"}
 
 
+SHARE_KEY = "scale_throttled_share_e"  # + executors: throttled records over records written (bench/scale.py)
+
+
+STEADY_KEY = "scale_throttled_share_steady_e"  # the same in the runs' steady windows (median)
+
+
+def _executors(key: str, prefix: str = SHARE_KEY) -> int:
+    return int(key[len(prefix) :]) if key.startswith(prefix) else 0
+
+
 def render_scale(p: dict[str, Any]) -> str:
     sm, cfg = p["summary"], p["config"]
     shards = cfg.get("shard_counts") or sorted({r["shards"] for r in p["runs"]})
@@ -587,11 +601,18 @@ def render_scale(p: dict[str, Any]) -> str:
         ]
         bad = sum(r["failed"] + r["missing"] for r in mine.values())
         throttled = sum(r["throttled"] for r in mine.values())
+        written = sum(r.get("rows") or 0 for r in mine.values())
+        share = f" ({throttled / written:.2%})" if written else ""
         agg = "writer" if v == "writer" else "kpl"
         rows.append(
-            [f"{SIZES.get(size, size)}, {e} executor{'s' * (e > 1)}, `{agg}`", *cells, f"{throttled:,}", str(bad)]
+            [
+                f"{SIZES.get(size, size)}, {e} executor{'s' * (e > 1)}, `{agg}`",
+                *cells,
+                f"{throttled:,}{share}",
+                str(bad),
+            ]
         )
-    out += _table(["records, executors, aggregation", *map(str, shards), "throttled", "lost"], rows)
+    out += _table(["records, executors, aggregation", *map(str, shards), "throttled (of records)", "lost"], rows)
     free = {(f["executors"], f["shards"], f["variant"]): f for f in p.get("free_runs", [])}
     if free:
         out += "\nWithout quotas (kinesalite over TLS at full speed), 100 B: records/s, CPU-s per million (net).\n\n"
@@ -603,6 +624,12 @@ def render_scale(p: dict[str, Any]) -> str:
             ]
             rows.append([f"{n} shards, {e} executor{'s' * (e > 1)}", *cells])
         out += _table(["", "id as key", "`partitioner='fixed'`"], rows)
+    shares = ", ".join(f"{_executors(k)}: {sm[k]:.2%}" for k in sorted(sm, key=_executors) if k.startswith(SHARE_KEY))
+    steady = ", ".join(
+        f"{_executors(k, STEADY_KEY)}: {sm[k]:.2%}"
+        for k in sorted(sm, key=lambda k: _executors(k, STEADY_KEY))
+        if k.startswith(STEADY_KEY)
+    )
     out += (
         f"\nCPU per record at {shards[-1]} over {shards[0]} shards, 100 B, one executor: "
         f"{_m(sm.get('scale_cost_ratio'), 2, '×')} behind quotas (steady windows "
@@ -610,6 +637,8 @@ def render_scale(p: dict[str, Any]) -> str:
         f"{_m(sm.get('scale_cost_ratio_unthrottled'), 2, '×')} without. The writer over `aggregation='kpl'`, "
         f"same configurations: CPU per record {_mr(sm.get('scale_cpu_vs_kpl_agg'))}, "
         f"throttled records {sm.get('scale_throttled', 0):,} against {sm.get('scale_kpl_agg_throttled', 0):,}. "
+        f"Throttled records over records written, writer, by executors: {shares or '–'} over whole runs, "
+        f"{steady or '–'} in their steady windows. "
         f"Two executors over one, no quotas: rate {_m(sm.get('two_executors_vs_one'), 2, '×')}, CPU per record "
         f"{_m(sm.get('two_executors_cpu_vs_one'), 2, '×')}.\n"
     )

@@ -32,6 +32,7 @@ files), and a last machine-readable line with every field (n/a for a part this r
          rt_added_p50_ms=… rt_added_p99_ms=… rt_p99_ratio_10k=… (Kafka -> real-time mode: foreach(KinesisWriter)'s
          latency added over Spark's Kafka sink at 1,000 records/s, and its p99 at 10,000 over 1,000; bench/realtime.py)
          rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=… (the same latency over aggregation='kpl''s, 1,000/s)
+         throttled_share_e4=… (scale, 4 executors behind quotas: Kinesis records throttled over user records written)
 
 "writer" is the writer with aggregation='writer' (the default); "writer_kpl" is aggregation='kpl', the KPL daemon
 aggregating record by record. The bare KPL loop hands the KPL each record, so ratio_vs_kpl and cpu_ratio_vs_kpl are
@@ -39,8 +40,8 @@ writer_kpl over it: the writer's own overhead over the KPL doing the same work.
 
 Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [1000000],
 BENCH_ROWS_10K [50000], BENCH_ROWS_1K [200000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
-BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [12], BENCH_SCALE_FREE_ROWS [300000],
-BENCH_LARGE_SECONDS [180], BENCH_LARGE_ROWS_PER_S [40],
+BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [12], BENCH_SCALE_MULTI_SECONDS [30],
+BENCH_SCALE_FREE_ROWS [300000], BENCH_LARGE_SECONDS [180], BENCH_LARGE_ROWS_PER_S [40],
 BENCH_PARTS [throughput,tuning,backpressure,large,scale,jmh,realtime], BENCH_SKIP [none; overhead,limited];
 bench/tuning.py's, bench/scale.py's and bench/realtime.py's own (BENCH_TUNE_*, BENCH_SCALE_*, BENCH_RT_*). A run with
 smaller sizes overwrites its parts' files too (their config says so): commit only the runs you mean to publish.
@@ -818,6 +819,7 @@ def main() -> int:
                 "shard_counts": scale.SHARD_COUNTS,
                 "link_bytes_per_s": scale.LINK,
                 "seconds": scale.SECONDS,
+                "multi_seconds": scale.MULTI_SECONDS,
                 "executors": scale.EXECUTORS,
                 "queue_limit": scale.QUEUE_LIMIT,
                 "free_rows": scale.FREE_ROWS,

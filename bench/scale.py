@@ -16,19 +16,24 @@ Where the scaling stops being faithful:
   (``oversized="debt"``); with a few records per shard per run, how evenly the ids' keys fall over the
   shards then decides how busy each shard stays.
 
-Each run writes ~``SECONDS`` of the link from one micro-batch (one input file, so one task, per executor
-core) into a fresh stream, read back record by record afterwards. Executors come from
-``local-cluster[E,1,1536]`` (one core each, each with its own KPL daemon). CPU is the executors' JVMs
-and daemons, net of a ``noop`` run of the same rows on the same executors (Spark's reading and row
-building); the driver is not counted.
+Each run writes ~``SECONDS`` of the link (``MULTI_SECONDS`` with several executors, so that their start, every
+writer at the whole quota until Kinesis' throttles tell it its share, is not the whole run) from one micro-batch (one
+input file, so one task, per executor core) into a fresh stream, read back record by record afterwards. Executors come
+from ``local-cluster[E,1,1536]`` (one core each, each with its own KPL daemon): with several, each executor's writer
+paces the same shards and finds its share of their quotas from Kinesis' throttling. ``throttled_share`` is the
+Kinesis records the front throttled (an aggregate counts once) over the user records written, as the goal of at
+most 0.5 % at 4 executors states it, over the whole run; ``throttled_share_steady`` the same over the steady window
+the link is measured on (``WINDOW``), past the start. CPU is the executors' JVMs and daemons, net of a ``noop`` run of
+the same rows on the same executors (Spark's reading and row building); the driver is not counted.
 
 Then, without quotas (kinesalite at full speed over TLS, nothing throttled or retried): the cost curve of
 one executor from 4 to 256 shards, with the id as key and with ``partitioner="fixed"`` (one key per Spark
 partition); and two executors against one at 16 shards, for the rate when the link allows it.
 
-Knobs: BENCH_SCALE_SECONDS [12], BENCH_SCALE_SHARDS [4,16,64,256], BENCH_SCALE_SIZES [100,1024,102400],
-BENCH_SCALE_EXECUTORS [1,2], BENCH_SCALE_RATE_LIMIT [100], BENCH_SCALE_FREE_ROWS [300000],
-BENCH_SKIP=scale_free (quotas only). ``make bench-scale`` runs this part alone.
+Knobs: BENCH_SCALE_SECONDS [12], BENCH_SCALE_MULTI_SECONDS [30], BENCH_SCALE_SHARDS [4,16,64,256],
+BENCH_SCALE_SIZES [100,1024,102400], BENCH_SCALE_EXECUTORS [1,2,4], BENCH_SCALE_RATE_LIMIT [100],
+BENCH_SCALE_FREE_ROWS [300000],
+BENCH_SKIP=scale_free (quotas only), scale_kpl (the writer alone). ``make bench-scale`` runs this part alone.
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ ONE_PERCENT = -(-1024 * 1024 // 100)  # bytes/s: 1 % of a real shard's quota, ro
 LINK = {100: 256 * ONE_PERCENT, 1024: 256 * ONE_PERCENT, 102400: 4 * 1024 * 1024}
 LINK = {k: v for k, v in LINK.items() if str(k) in os.environ.get("BENCH_SCALE_SIZES", "100,1024,102400").split(",")}
 SECONDS = float(os.environ.get("BENCH_SCALE_SECONDS", "12"))
-EXECUTORS = [int(x) for x in os.environ.get("BENCH_SCALE_EXECUTORS", "1,2").split(",")]
+MULTI_SECONDS = float(os.environ.get("BENCH_SCALE_MULTI_SECONDS", "30"))  # runs with several executors
+EXECUTORS = [int(x) for x in os.environ.get("BENCH_SCALE_EXECUTORS", "1,2,4").split(",")]
 FREE_ROWS = int(os.environ.get("BENCH_SCALE_FREE_ROWS", "300000"))  # 100 B, no quotas
 FREE_SHARDS = 16
 MASTER = "local-cluster[{},1,1536]"
@@ -65,6 +71,7 @@ QUEUE_LIMIT = {100: 25000, 1024: 2500, 102400: 40}
 # The writer with aggregation="writer" (bench/spark_side.py), and beside it at 100 B and 1 KiB aggregation="kpl": what
 # the daemon's own aggregation costs where records are small enough for aggregation to matter.
 VARIANTS = ["writer", "writer_kpl"]
+SKIP = os.environ.get("BENCH_SKIP", "")
 AGG_SIZES = (100, 1024)
 
 
@@ -75,8 +82,8 @@ def queue_limit(size: int, shards: int) -> int:
 KEY_BYTES = 7  # partition keys are ids below 10^7: what the front counts besides the data
 
 
-def rows_for(size: int) -> int:
-    return int(LINK[size] * SECONDS / (size + KEY_BYTES))
+def rows_for(size: int, executors: int) -> int:
+    return int(LINK[size] * (SECONDS if executors == 1 else MULTI_SECONDS) / (size + KEY_BYTES))
 
 
 RATE_LIMIT = int(os.environ.get("BENCH_SCALE_RATE_LIMIT", "100"))  # the writer's default, percent of the quota
@@ -125,6 +132,7 @@ class FrontSampler:
     def __init__(self, front: FaultFront, root: int | None = None) -> None:
         self.front, self.root = front, root
         self.samples: list[tuple[float, int]] = []
+        self.throttles: list[tuple[float, float]] = []  # throttled Kinesis records so far
         self.cpu: list[tuple[float, float]] = []
         self.base = front.stats()
         self._stop = threading.Event()
@@ -134,6 +142,7 @@ class FrontSampler:
         s = self.front.stats()
         now = time.monotonic()
         self.samples.append((now, s["admitted_bytes"] - self.base["admitted_bytes"]))
+        self.throttles.append((now, float(s["throttled_records"] - self.base["throttled_records"])))
         if self.root is not None:
             tree = procs.tree(self.root)
             kinds = ("executor_jvm", "kpl_daemon")
@@ -153,6 +162,14 @@ class FrontSampler:
         self._t.join()
         self._sample()
         self.throttled = self.front.stats()["throttled_records"] - self.base["throttled_records"]
+
+    def steady_throttled_share(self, rows: int) -> float | None:
+        """Throttled Kinesis records over user records in the steady window: it holds ``hi - lo`` of the run's admitted
+        bytes, so that share of its records."""
+        if len(self.throttles) < 3 or self.samples[-1][1] <= 0:
+            return None
+        ta, tb = crossing(self.samples, WINDOW[0]), crossing(self.samples, WINDOW[1])
+        return (at(self.throttles, tb) - at(self.throttles, ta)) / ((WINDOW[1] - WINDOW[0]) * rows)
 
     def steady_cpu_per_m(self, rows: int, noop_s_per_row: float) -> float | None:
         """CPU-s per million records in the steady window (executors' JVMs and daemons, net of Spark's generation):
@@ -175,7 +192,8 @@ def net_cpu(r: dict[str, Any], noop: dict[str, Any]) -> float:
 def scale(result: dict[str, Any], spark_side: Any) -> None:
     say(
         f"scale: shards {SHARD_COUNTS} x sizes {list(LINK)} x executors {EXECUTORS}, link per size "
-        f"{ {k: f'{v / 2**20:g} MiB/s' for k, v in LINK.items()} } split over the shards, ~{SECONDS:g} s per run"
+        f"{ {k: f'{v / 2**20:g} MiB/s' for k, v in LINK.items()} } split over the shards, ~{SECONDS:g} s per run "
+        f"({MULTI_SECONDS:g} s with several executors)"
     )
     runs: list[dict[str, Any]] = []
     free: list[dict[str, Any]] = []
@@ -184,7 +202,7 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
         for e in EXECUTORS:
             with spark_side(master=MASTER.format(e)) as side:
                 for size in LINK:
-                    side.call(cmd="input", name=f"s{size}", start=0, rows=rows_for(size), files=e)
+                    side.call(cmd="input", name=f"s{size}", start=0, rows=rows_for(size, e), files=e)
                 side.call(cmd="input", name="warm", start=0, rows=100000, files=e)  # JIT, daemon start
                 up.create_stream("warm", 4)
                 front.enforce_shard_limits(None)
@@ -205,10 +223,10 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
                         cmd="run", variant="noop", input=f"s{size}", payload=size, backend_pid=up.pid, per_trigger=e
                     )
                     for shards in SHARD_COUNTS:
-                        for variant in VARIANTS if size in AGG_SIZES else VARIANTS[:1]:
+                        for variant in VARIANTS if size in AGG_SIZES and "scale_kpl" not in SKIP else VARIANTS[:1]:
                             runs.append(one_run(up, front, side, e, size, shards, noop, writer_base, variant))
     result["scale_runs"] = runs
-    if "scale_free" in os.environ.get("BENCH_SKIP", ""):
+    if "scale_free" in SKIP:
         return
     # Without quotas: the rate one and two executors reach, and the fixed partitioner, on kinesalite over TLS.
     with backends.Kinesalite() as b:
@@ -311,6 +329,8 @@ def one_run(
         queue_limit=opts["queue_limit"],
         link_use=rate / link if rate else None,
         throttled=fs.throttled,
+        throttled_share=fs.throttled / r["rows"],
+        throttled_share_steady=fs.steady_throttled_share(r["rows"]),
         cpu_s_per_m_net=net_cpu(r, noop),
         cpu_s_per_m_steady=fs.steady_cpu_per_m(r["rows"], noop["cpu_s"]["executor_jvm"] / noop["rows"]),
         noop_cpu_s=noop["cpu_s"],
@@ -320,7 +340,9 @@ def one_run(
     say(
         f"  {variant:10s} e={e} {size:6d} B shards={shards:3d}: link {r['link_use'] or 0:6.1%} "
         f"CPU-s/M net {r['cpu_s_per_m_net']:7.1f}, steady {r['cpu_s_per_m_steady'] or 0:7.1f}  "
-        f"{r['records_per_s']:>8,.0f} rec/s throttled={fs.throttled:,} failed={r['failed']}"
+        f"{r['records_per_s']:>8,.0f} rec/s throttled={fs.throttled:,} ({r['throttled_share']:.2%}, "
+        f"steady {r['throttled_share_steady'] or 0:.2%}) "
+        f"failed={r['failed']}"
     )
     return dict(r)
 
@@ -351,6 +373,12 @@ def summarise(result: dict[str, Any], sm: dict[str, Any]) -> None:
         sm["scale_link_use_min"] = min(uses) if uses else None
         sm["scale_failed"] = sum(r["failed"] for r in runs)
         sm["scale_missing"] = sum(r["verify"]["missing"] for r in runs)
+        for e in sorted({r["executors"] for r in runs}):  # throttled records over records written, all runs at e
+            at_e = [r for r in runs if r["executors"] == e]
+            sm[f"scale_throttled_share_e{e}"] = sum(r["throttled"] for r in at_e) / sum(r["rows"] for r in at_e)
+            steady = [r["throttled_share_steady"] for r in at_e if r.get("throttled_share_steady") is not None]
+            if steady:  # the same in the steady windows: the runs' median
+                sm[f"scale_throttled_share_steady_e{e}"] = statistics.median(steady)
     free = result.get("scale_free_runs", [])
     one = [
         r["records_per_s"]

@@ -16,7 +16,8 @@ class KinesisForeachWriter private[sparkkinesis] (
     private[sparkkinesis] val options: KinesisWriterOptions,
     converter: RowConverter,
     private[sparkkinesis] val accumulators: Option[WriterAccumulators] = None,
-    private[sparkkinesis] val replay: Option[ForeachReplay] = None
+    private[sparkkinesis] val replay: Option[ForeachReplay] = None,
+    writers: Int = 0
 ) extends ForeachWriter[Row] {
   @transient private var task: KinesisTaskWriter = _
 
@@ -38,7 +39,7 @@ class KinesisForeachWriter private[sparkkinesis] (
       )
     }
     task =
-      try new KinesisTaskWriter(options, pool, accumulators, partitionId, epochId, r.orNull)
+      try new KinesisTaskWriter(options, pool, accumulators, partitionId, epochId, r.orNull, writers)
       catch { case e: Throwable => r.foreach(_.abort()); throw e }
     true
   }

@@ -27,7 +27,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
     accumulators: Option[WriterAccumulators],
     val partitionId: Long,
     epochId: Long,
-    replay: TaskReplay = null
+    replay: TaskReplay = null,
+    writers: Int = 0
 ) {
   private val producer: SharedProducer = pool.acquire(
     options.producer,
@@ -36,6 +37,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
     options.queueLimit,
     options.maxOutstandingBytes
   )
+  if (writers > 0) producer.aggregator.foreach(_.expectWriters(writers))
   private[sparkkinesis] val state = new WriterState(options, producer)
   state.replay = replay
   private var closed = false

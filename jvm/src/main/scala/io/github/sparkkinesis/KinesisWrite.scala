@@ -69,9 +69,8 @@ private[sparkkinesis] object KinesisWrite {
   * to finalise. An aborted epoch or job leaves what its tasks wrote (at-least-once, as the `foreach` path).
   */
 private[sparkkinesis] final class KinesisBatchWrite(prepared: KinesisWriter.Prepared) extends BatchWrite {
-  override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory = new KinesisDataWriterFactory(
-    prepared
-  )
+  override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory =
+    new KinesisDataWriterFactory(prepared, WriterCount.of(info.numPartitions))
   override def useCommitCoordinator(): Boolean = false
   override def commit(messages: Array[WriterCommitMessage]): Unit = ()
   override def abort(messages: Array[WriterCommitMessage]): Unit = ()
@@ -79,21 +78,23 @@ private[sparkkinesis] final class KinesisBatchWrite(prepared: KinesisWriter.Prep
 
 private[sparkkinesis] final class KinesisStreamingWrite(prepared: KinesisWriter.Prepared) extends StreamingWrite {
   override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
-    new KinesisDataWriterFactory(prepared)
+    new KinesisDataWriterFactory(prepared, WriterCount.of(info.numPartitions))
   override def useCommitCoordinator(): Boolean = false
   override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
   override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-/** Serialized to the executors: the parsed options and the row layout, nothing per task. */
-private[sparkkinesis] final class KinesisDataWriterFactory(prepared: KinesisWriter.Prepared)
+/** Serialized to the executors: the parsed options, the row layout and the count of producers writing
+  * ([[WriterCount]]), nothing per task.
+  */
+private[sparkkinesis] final class KinesisDataWriterFactory(prepared: KinesisWriter.Prepared, writers: Int)
     extends DataWriterFactory
     with StreamingDataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
     createWriter(partitionId, taskId, -1L)
 
   override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
-    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId, taskId, TaskReplay.retried)
+    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId, taskId, TaskReplay.retried, writers)
 }
 
 /** The DataSource V2 adapter over [[KinesisTaskWriter]]: `commit` returns once every record of the task is confirmed,
@@ -105,7 +106,8 @@ private[sparkkinesis] final class KinesisDataWriter(
     partitionId: Int,
     epochId: Long,
     taskId: Long = -1L,
-    retried: Boolean = false
+    retried: Boolean = false,
+    writers: Int = 0
 ) extends DataWriter[InternalRow] {
   private val task = new KinesisTaskWriter(
     prepared.options,
@@ -113,7 +115,8 @@ private[sparkkinesis] final class KinesisDataWriter(
     prepared.accumulators,
     partitionId,
     epochId,
-    prepared.replay.map(p => new TaskReplay(p, partitionId.toLong, epochId, taskId, retried)).orNull
+    prepared.replay.map(p => new TaskReplay(p, partitionId.toLong, epochId, taskId, retried)).orNull,
+    writers
   )
   private val converter = prepared.converter
 

@@ -22,7 +22,7 @@ object KinesisWriter {
     */
   def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
     val p = prepare(options.asScala.toMap, schema)
-    new KinesisForeachWriter(p.options, p.converter, p.accumulators, foreachReplay(p.options))
+    new KinesisForeachWriter(p.options, p.converter, p.accumulators, foreachReplay(p.options), WriterCount.of())
   }
 
   /** Skip on replay for `foreach`: what its tasks need from the driver (the Hadoop configuration of the directory). */

@@ -25,6 +25,7 @@ private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long
   val misplacedAggregates: Counter = registry.counter("misplacedAggregates")
   val pacedAggregates: Counter = registry.counter("pacedAggregates")
   val resentRecords: Counter = registry.counter("resentRecords")
+  val rateShareDecreases: Counter = registry.counter("rateShareDecreases")
   // The KPL's own outstanding count (Kinesis records: aggregates count once) also holds the pool's pending getMetrics
   // request, so it can read one higher; the bound's counts are what queue_limit and max_outstanding_bytes limit.
   registry.register("outstandingRecordsCount", gauge(outstandingRecords()))

@@ -89,5 +89,6 @@ private[sparkkinesis] object WriterAggregation {
     def aggregateMisplaced(): Unit = m.misplacedAggregates.inc()
     def recordsResent(n: Int): Unit = m.resentRecords.inc(n.toLong)
     def recordsRetried(n: Int): Unit = m.retries.inc(n.toLong)
+    def shareLowered(): Unit = m.rateShareDecreases.inc()
   }
 }

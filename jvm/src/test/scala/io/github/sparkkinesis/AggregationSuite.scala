@@ -125,16 +125,17 @@ class AggregationSuite extends AnyFunSuite {
     w.close(null)
   }
 
-  test("RateLimit holds in the writer: a shard gets half a second of its quota at once, then its rate, in order") {
+  test("RateLimit holds in the writer: a stream starts at a quarter of it, doubles as Kinesis accepts, in order") {
     val fakes = new FakePool
     // RateLimit=1: 10 Kinesis records and 10,485 bytes a second for a shard; one record per aggregate.
     val w = writerAgg(fakes, Map("kpl.RateLimit" -> "1", "kpl.AggregationMaxCount" -> "1"))
     w.open(0, 0)
     val p = fakes.last
     (1 to 25).foreach(i => w.process(row("same", s"$i")))
-    assert(p.sent.size == 5, s"${p.sent.size} aggregates sent at once, not half a second of the shard's quota")
-    val took = advanceUntil(fakes)(p.sent.size == 25)
-    assert(took >= 1800 && took <= 2100, s"25 aggregates at 10 a second, 5 in hand, went in $took ms")
+    assert(p.sent.size == 1, s"${p.sent.size} aggregates sent at once, not half a second of a quarter of the quota")
+    val took = advanceUntil(fakes) { p.succeedAllIn(FakeMetadata.even(2)); p.sent.size == 25 }
+    // 0.3 s for the second (at 2.5 a second), then doublings as each is accepted: 10 a second after about 0.6 s.
+    assert(took >= 2300 && took <= 3300, s"25 aggregates, a quarter of 10 a second doubling to 10, went in $took ms")
     val order = p.sent.asScala.toSeq.map(r => userRecords(r).head._3.toInt)
     assert(order == (1 to 25), "aggregates of a shard leave in order")
     assert(fakes.pool.live.head.metrics.pacedAggregates.getCount >= 19)

@@ -54,6 +54,9 @@ private[sparkkinesis] trait AggregationMetrics {
 
   /** `n` user records were sent again after Kinesis throttled them. */
   def recordsRetried(n: Int): Unit
+
+  /** Kinesis throttled a shard and this producer's share of its quota went down ([[RateShare]]). */
+  def shareLowered(): Unit
 }
 
 /** Warnings that may repeat (a layout that cannot be read): logged at most once per interval per key. */

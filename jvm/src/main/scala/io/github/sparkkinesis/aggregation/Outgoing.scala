@@ -42,6 +42,9 @@ private[sparkkinesis] final class Aggregate(
 
   /** What Kinesis counts against the shard's quota: the data and the partition key. */
   def quotaBytes: Int = encoded.length + entries(0).keyBytes
+
+  /** When its shard's quota last let it go (set under the buffer's lock). */
+  @volatile var pacedNanos = 0L
 }
 
 /** A user record sent as it is: without a partition key, too big for an aggregate, or for a stream that gets no

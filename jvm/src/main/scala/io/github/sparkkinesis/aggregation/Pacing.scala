@@ -2,8 +2,8 @@ package io.github.sparkkinesis.aggregation
 
 /** Sends each shard's aggregates in order within the shard's quota. `RateLimit` holds in the writer, not in the daemon:
   * the daemon's own limiter starts with seconds of quota in hand, and what it lets past the quota is throttled and
-  * re-sent every millisecond. Everything here runs under the shard buffer's lock, so a shard's aggregates reach the
-  * producer in the order they were sealed.
+  * re-sent every millisecond. Kinesis' answers move the producer's share of it ([[RateShare]]). Everything here runs
+  * under the shard buffer's lock, so a shard's aggregates reach the producer in the order they were sealed.
   */
 private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: AggregationMetrics, send: Outgoing => Unit) {
 
@@ -12,7 +12,7 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     */
   def dispatch(b: ShardBuffer, a: Aggregate): Unit = {
     val wait = if (b.waiting.isEmpty) b.quota.take(a.quotaBytes) else -1L
-    if (wait == 0L) send(a)
+    if (wait == 0L) go(b, a)
     else {
       b.waiting.add(a)
       metrics.aggregatePaced()
@@ -26,9 +26,14 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
   private def paced(b: ShardBuffer): Unit = b.synchronized {
     var wait = 0L
     while (!b.waiting.isEmpty && { wait = b.quota.take(b.waiting.peek().quotaBytes); wait == 0L })
-      send(b.waiting.poll())
+      go(b, b.waiting.poll())
     if (!b.waiting.isEmpty) scheduler.after(wait)(() => paced(b))
     else if (b.lingered && !b.isEmpty) dispatch(b, b.seal())
+  }
+
+  private def go(b: ShardBuffer, a: Aggregate): Unit = {
+    a.pacedNanos = b.quota.lastTaken
+    send(a)
   }
 
   /** Seals `b` and sends (or queues) the aggregate, if `when` holds. */
@@ -43,13 +48,19 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     if (when(b)) { if (b.waiting.isEmpty) dispatch(b, b.seal()) else b.lingered = true }
   }
 
+  /** Kinesis accepted `a`: its shard's share of `RateLimit` may grow back ([[RateShare]]). */
+  def accepted(a: Aggregate): Unit = {
+    val b = a.buffer
+    b.synchronized(b.quota.accepted())
+  }
+
   /** Kinesis throttled `a`: its shard's quota was not there, so `a` waits again, first in line, until the quota holds
     * it.
     */
   def throttled(a: Aggregate): Unit = {
     val b = a.buffer
     b.synchronized {
-      b.quota.spent()
+      if (b.quota.spent(a.pacedNanos)) metrics.shareLowered()
       val idle = b.waiting.isEmpty
       b.waiting.addFirst(a)
       if (idle) scheduler.after(0L)(() => paced(b))

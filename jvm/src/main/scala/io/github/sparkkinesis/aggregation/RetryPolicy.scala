@@ -13,6 +13,8 @@ import io.github.sparkkinesis.shaded.kpl.{UserRecordFailedException, UserRecordR
   *     user did not ask for `FailIfThrottled` and its `RecordTtl` has not passed: an aggregate waits again, first in
   *     line, for its shard's quota; a record alone waits half a linger, as the KPL re-sends after half its
   *     `RecordMaxBufferedTime`.
+  *
+  * An aggregate Kinesis accepted (wherever it landed) lets its shard's share of the quota grow ([[Pacing.accepted]]).
   */
 private[sparkkinesis] final class RetryPolicy(
     settings: AggregationSettings,
@@ -28,6 +30,7 @@ private[sparkkinesis] final class RetryPolicy(
 
   def completed(o: Outgoing, result: Either[Throwable, UserRecordResult]): Unit = (o, result) match {
     case (a: Aggregate, Right(r)) if r.getShardId != null && r.getShardId != a.shard.id =>
+      pacing.accepted(a)
       metrics.aggregateMisplaced()
       background.execute(() => misplaced(a, r)) // reads the map: off the producer's callback thread
     case (_, Left(e)) if throttled(e) && !settings.failIfThrottled && !expired(o) =>
@@ -36,7 +39,12 @@ private[sparkkinesis] final class RetryPolicy(
         case a: Aggregate => pacing.throttled(a)
         case alone: Alone => scheduler.after(math.max(1L, settings.lingerMs / 2) * 1000000L)(() => send(alone))
       }
-    case _ => Pending.complete(o.entries, result)
+    case _ =>
+      o match {
+        case a: Aggregate if result.isRight => pacing.accepted(a)
+        case _                              =>
+      }
+      Pending.complete(o.entries, result)
   }
 
   private def expired(o: Outgoing): Boolean =

@@ -12,8 +12,12 @@ private[sparkkinesis] final class ShardBuffer(
     val stream: String,
     val shard: ShardRange,
     settings: AggregationSettings,
-    clock: Clock
+    clock: Clock,
+    share: RateShare
 ) {
+  def this(stream: String, shard: ShardRange, settings: AggregationSettings, clock: Clock) =
+    this(stream, shard, settings, clock, new RateShare(clock))
+
   private var entries = new ArrayBuffer[Pending]()
   private var keys = new java.util.LinkedHashMap[String, Integer]()
   private var hashKeys = new java.util.LinkedHashMap[String, Integer]()
@@ -24,7 +28,7 @@ private[sparkkinesis] final class ShardBuffer(
   /** Bumped by every seal, so a linger ticket for an aggregate sealed meanwhile does nothing. */
   @volatile private[aggregation] var generation = 0L
 
-  private[aggregation] val quota = new ShardQuota(settings, clock)
+  private[aggregation] val quota = new ShardQuota(settings, clock, share)
 
   /** The shard's burst for records too big for an aggregate, and those waiting for it, oldest first. */
   private[aggregation] val burst = new LargeRecordBurst(settings, clock)

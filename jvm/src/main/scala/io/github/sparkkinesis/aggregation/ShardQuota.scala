@@ -1,25 +1,48 @@
 package io.github.sparkkinesis.aggregation
 
-/** A shard's write quota as the writer spends it: a token bucket of bytes and of Kinesis records, refilled at
-  * `RateLimit` of the shard's quota, holding at most [[ShardQuota.BurstSeconds]] of it. An aggregate bigger than the
-  * bucket (a low `RateLimit`) goes once the bucket is full and leaves it in debt. Not thread-safe: its shard buffer's
-  * lock guards it.
+/** A shard's write quota as the writer spends it: a token bucket of bytes and of Kinesis records, refilled at this
+  * producer's [[RateShare]] of `RateLimit` of the shard's quota, holding at most [[ShardQuota.BurstSeconds]] of that
+  * rate. An aggregate bigger than the bucket (a low `RateLimit`) goes once the bucket is full and leaves it in debt.
+  * Not thread-safe: its shard buffer's lock guards it.
   */
-private[sparkkinesis] final class ShardQuota(settings: AggregationSettings, clock: Clock) {
+private[sparkkinesis] final class ShardQuota(
+    settings: AggregationSettings,
+    clock: Clock,
+    share: RateShare
+) {
   import ShardQuota.BurstSeconds
 
-  private val byteRate = settings.bytesPerSecond
-  private val recordRate = settings.aggregatesPerSecond
-  private val burstBytes = byteRate * BurstSeconds
-  private val burstRecords = math.max(1.0, recordRate * BurstSeconds)
+  def this(settings: AggregationSettings, clock: Clock) =
+    this(settings, clock, new RateShare(clock))
+
+  /** When the last aggregate was taken (paced). */
+  def lastTaken: Long = stamp
+
+  private var seen = share.current
+  private var byteRate = settings.bytesPerSecond * seen
+  private var recordRate = settings.aggregatesPerSecond * share.current
+  private var burstBytes = byteRate * BurstSeconds
+  private var burstRecords = math.max(1.0, recordRate * BurstSeconds)
   private var bytes = burstBytes
   private var records = burstRecords
   private var stamp = clock.nanoTime()
+
+  /** The rates and bucket at the share's current value (it changes only on a throttle or an acceptance). */
+  private def rescale(): Unit = {
+    seen = share.current
+    byteRate = settings.bytesPerSecond * seen
+    recordRate = settings.aggregatesPerSecond * seen
+    burstBytes = byteRate * BurstSeconds
+    burstRecords = math.max(1.0, recordRate * BurstSeconds)
+    bytes = math.min(bytes, burstBytes)
+    records = math.min(records, burstRecords)
+  }
 
   /** Takes one Kinesis record of `quotaBytes` (data and partition key, as Kinesis counts them): 0 when taken, else the
     * nanoseconds until it can be (at least a millisecond).
     */
   def take(quotaBytes: Int): Long = {
+    if (share.current != seen) rescale()
     val now = clock.nanoTime()
     val elapsed = (now - stamp) / 1e9
     stamp = now
@@ -48,11 +71,20 @@ private[sparkkinesis] final class ShardQuota(settings: AggregationSettings, cloc
   }
 
   /** Kinesis throttled the shard: what the bucket held was not there (another producer, or the writer's own records
-    * sent alone, took it).
+    * sent alone, took it), and the producer's share may go down. Returns whether it did.
     */
-  def spent(): Unit = {
+  def spent(pacedNanos: Long): Boolean = {
     bytes = math.min(bytes, 0.0)
     records = math.min(records, 0.0)
+    val lowered = share.throttled(pacedNanos)
+    if (lowered) rescale()
+    lowered
+  }
+
+  /** Kinesis accepted an aggregate of the shard: the producer's share may go up. */
+  def accepted(): Unit = {
+    share.accepted()
+    if (share.current != seen) rescale()
   }
 }
 

@@ -38,6 +38,16 @@ private[sparkkinesis] trait StreamMetadata {
 private[sparkkinesis] final class StreamState(val name: String) {
   @volatile var layout: StreamLayout = _
   @volatile var buffers: Array[ShardBuffer] = Array.empty
+
+  private var rateShare: RateShare = _
+
+  /** The producer's share of `RateLimit` on the stream's shards ([[RateShare]]): made on first use, starting at `1 /
+    * writers` when the driver counted the producers writing (`writers` > 0), else finding its start alone.
+    */
+  def share(clock: Clock, writers: Int = 0): RateShare = synchronized {
+    if (rateShare == null) rateShare = RateShare(clock, writers)
+    rateShare
+  }
   @volatile private[aggregation] var checkedAtNanos = 0L
   @volatile private[aggregation] var retryAtNanos = 0L
   @volatile private[aggregation] var backoffMs = StreamLayouts.FirstBackoffMs
@@ -60,6 +70,9 @@ private[sparkkinesis] final class StreamLayouts(
   import StreamLayouts._
 
   private val streams = new ConcurrentHashMap[String, StreamState]()
+
+  /** The latest task's count of producers writing its query (0: none given), for the shares of streams not yet seen. */
+  @volatile var writers = 0
 
   /** The stream `name`, its layout read now if it has none and its backoff has passed. */
   def apply(name: String): StreamState = {
@@ -104,7 +117,9 @@ private[sparkkinesis] final class StreamLayouts(
       val layout = metadata.layout(s.name)
       val old = s.layout
       if (old == null || old.auto != layout.auto || old.shards.shards != layout.shards.shards) {
-        s.buffers = layout.shards.shards.map(sh => new ShardBuffer(s.name, sh, settings, clock)).toArray
+        s.buffers = layout.shards.shards
+          .map(sh => new ShardBuffer(s.name, sh, settings, clock, s.share(clock, writers)))
+          .toArray
         s.layout = layout
         // Records already waiting in the old map's buffers go now; their placement is checked as any other's.
         replaced(previous)

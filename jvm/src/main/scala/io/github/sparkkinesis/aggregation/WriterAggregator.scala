@@ -41,6 +41,11 @@ private[sparkkinesis] final class WriterAggregator(
     new StreamLayouts(metadata, settings, scheduler.clock, background, warnings, _.foreach(sealIfAny))
   private val retries = new RetryPolicy(settings, scheduler, pacing, layouts, metrics, background, send, add)
 
+  /** The driver's count of producers writing the task's query ([[io.github.sparkkinesis.WriterCount]]): a stream first
+    * written after this starts its share of the quota at the inverse.
+    */
+  def expectWriters(n: Int): Unit = layouts.writers = n
+
   /** Takes `p` into an aggregate, or sends it alone (see the class comment). Runs on the writer's thread; the first
     * record of a stream reads its layout there.
     */
