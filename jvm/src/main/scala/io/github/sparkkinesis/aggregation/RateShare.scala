@@ -13,9 +13,10 @@ package io.github.sparkkinesis.aggregation
   *     [[RateShare.HoldNanos]] of the last decrease is ignored (the aggregates on their way, and those meeting the
   *     shards' buckets while they refill, say nothing of the lowered share). A throttle takes [[RateShare.Cut]] ×
   *     √share of the share: a bigger share gives back more, which draws the writers to equal shares;
-  *   - **accepted**: each accepted aggregate adds [[RateShare.Growth]] of the share, at most
-  *     [[RateShare.GrowthPerSecond]] a second (a producer that writes hundreds of shards hears from Kinesis thousands
-  *     of times a second).
+  *   - **accepted**: each accepted aggregate adds [[RateShare.Growth]] of the share, but no more than
+  *     [[RateShare.GrowthPerSecond]] times the time since the previous answer (a producer that writes hundreds of
+  *     shards hears from Kinesis thousands of times a second; the answers of one `PutRecords` call, which arrive
+  *     together, count about once).
   *
   * Why growth by answers: a writer must hear of its overshoot before it grows past its part, and it hears only through
   * its own requests. Growing by a part of itself per answer, a writer's throttled part of its requests settles near
