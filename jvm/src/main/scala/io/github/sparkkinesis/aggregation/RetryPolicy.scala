@@ -39,12 +39,10 @@ private[sparkkinesis] final class RetryPolicy(
         case a: Aggregate => pacing.throttled(a)
         case alone: Alone => scheduler.after(math.max(1L, settings.lingerMs / 2) * 1000000L)(() => send(alone))
       }
-    case _ =>
-      o match {
-        case a: Aggregate if result.isRight => pacing.accepted(a)
-        case _                              =>
-      }
-      Pending.complete(o.entries, result)
+    case (a: Aggregate, Right(_)) =>
+      pacing.accepted(a)
+      Pending.complete(a.entries, result)
+    case _ => Pending.complete(o.entries, result)
   }
 
   private def expired(o: Outgoing): Boolean =

@@ -12,22 +12,22 @@ private[sparkkinesis] final class ShardQuota(
 ) {
   import ShardQuota.BurstSeconds
 
-  def this(settings: AggregationSettings, clock: Clock) =
-    this(settings, clock, new RateShare(clock))
-
   /** When the last aggregate was taken (paced). */
   def lastTaken: Long = stamp
 
-  private var seen = share.current
-  private var byteRate = settings.bytesPerSecond * seen
-  private var recordRate = settings.aggregatesPerSecond * share.current
-  private var burstBytes = byteRate * BurstSeconds
-  private var burstRecords = math.max(1.0, recordRate * BurstSeconds)
-  private var bytes = burstBytes
-  private var records = burstRecords
+  private var seen = 0.0
+  private var byteRate = 0.0
+  private var recordRate = 0.0
+  private var burstBytes = 0.0
+  private var burstRecords = 0.0
+  private var bytes = Double.PositiveInfinity // full at the start: rescale caps it at the burst
+  private var records = Double.PositiveInfinity
   private var stamp = clock.nanoTime()
+  rescale()
 
-  /** The rates and bucket at the share's current value (it changes only on a throttle or an acceptance). */
+  /** The rates and bucket at the share's current value (it changes only on a throttle or an acceptance); called before
+    * the bucket is used, so its refill since the last use runs at the current share.
+    */
   private def rescale(): Unit = {
     seen = share.current
     byteRate = settings.bytesPerSecond * seen
@@ -63,6 +63,7 @@ private[sparkkinesis] final class ShardQuota(
     * may go into debt, and what follows waits until it is repaid.
     */
   def charge(quotaBytes: Int): Unit = {
+    if (share.current != seen) rescale()
     val now = clock.nanoTime()
     val elapsed = (now - stamp) / 1e9
     stamp = now
@@ -76,16 +77,11 @@ private[sparkkinesis] final class ShardQuota(
   def spent(pacedNanos: Long): Boolean = {
     bytes = math.min(bytes, 0.0)
     records = math.min(records, 0.0)
-    val lowered = share.throttled(pacedNanos)
-    if (lowered) rescale()
-    lowered
+    share.throttled(pacedNanos)
   }
 
   /** Kinesis accepted an aggregate of the shard: the producer's share may go up. */
-  def accepted(): Unit = {
-    share.accepted()
-    if (share.current != seen) rescale()
-  }
+  def accepted(): Unit = share.accepted()
 }
 
 private[sparkkinesis] object ShardQuota {

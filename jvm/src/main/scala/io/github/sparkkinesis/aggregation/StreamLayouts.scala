@@ -117,9 +117,8 @@ private[sparkkinesis] final class StreamLayouts(
       val layout = metadata.layout(s.name)
       val old = s.layout
       if (old == null || old.auto != layout.auto || old.shards.shards != layout.shards.shards) {
-        s.buffers = layout.shards.shards
-          .map(sh => new ShardBuffer(s.name, sh, settings, clock, s.share(clock, writers)))
-          .toArray
+        val share = s.share(clock, writers)
+        s.buffers = layout.shards.shards.map(sh => new ShardBuffer(s.name, sh, settings, clock, share)).toArray
         s.layout = layout
         // Records already waiting in the old map's buffers go now; their placement is checked as any other's.
         replaced(previous)
