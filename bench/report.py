@@ -577,8 +577,10 @@ SHARE_KEY = "scale_throttled_share_e"  # + executors: throttled records over rec
 STEADY_KEY = "scale_throttled_share_steady_e"  # the same in the runs' steady windows (median)
 
 
-def _executors(key: str, prefix: str = SHARE_KEY) -> int:
-    return int(key[len(prefix) :]) if key.startswith(prefix) else 0
+def _by_executors(sm: dict[str, Any], prefix: str) -> str:
+    """The summary's shares keyed ``prefix`` + executors, as "executors: share", fewest executors first."""
+    found = sorted((int(k[len(prefix) :]), v) for k, v in sm.items() if k.startswith(prefix))
+    return ", ".join(f"{e}: {v:.2%}" for e, v in found)
 
 
 def render_scale(p: dict[str, Any]) -> str:
@@ -624,12 +626,7 @@ def render_scale(p: dict[str, Any]) -> str:
             ]
             rows.append([f"{n} shards, {e} executor{'s' * (e > 1)}", *cells])
         out += _table(["", "id as key", "`partitioner='fixed'`"], rows)
-    shares = ", ".join(f"{_executors(k)}: {sm[k]:.2%}" for k in sorted(sm, key=_executors) if k.startswith(SHARE_KEY))
-    steady = ", ".join(
-        f"{_executors(k, STEADY_KEY)}: {sm[k]:.2%}"
-        for k in sorted(sm, key=lambda k: _executors(k, STEADY_KEY))
-        if k.startswith(STEADY_KEY)
-    )
+    shares, steady = _by_executors(sm, SHARE_KEY), _by_executors(sm, STEADY_KEY)
     out += (
         f"\nCPU per record at {shards[-1]} over {shards[0]} shards, 100 B, one executor: "
         f"{_m(sm.get('scale_cost_ratio'), 2, '×')} behind quotas (steady windows "

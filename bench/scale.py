@@ -16,11 +16,11 @@ Where the scaling stops being faithful:
   (``oversized="debt"``); with a few records per shard per run, how evenly the ids' keys fall over the
   shards then decides how busy each shard stays.
 
-Each run writes ~``SECONDS`` of the link (``MULTI_SECONDS`` with several executors, so that their start, every
-writer at the whole quota until Kinesis' throttles tell it its share, is not the whole run) from one micro-batch (one
-input file, so one task, per executor core) into a fresh stream, read back record by record afterwards. Executors come
-from ``local-cluster[E,1,1536]`` (one core each, each with its own KPL daemon): with several, each executor's writer
-paces the same shards and finds its share of their quotas from Kinesis' throttling. ``throttled_share`` is the
+Each run writes ~``SECONDS`` of the link (``MULTI_SECONDS`` with several executors, whose tasks start up to a second
+or two apart, so that their start is not the whole run) from one micro-batch (one input file, so one task, per executor
+core) into a fresh stream, read back record by record afterwards. Executors come from ``local-cluster[E,1,1536]`` (one
+core each, each with its own KPL daemon): with several, each executor's writer paces the same shards at its share of
+their quotas, 1/E at the start, then as Kinesis' throttles move it (docs/configuration.md). ``throttled_share`` is the
 Kinesis records the front throttled (an aggregate counts once) over the user records written, as the goal of at
 most 0.5 % at 4 executors states it, over the whole run; ``throttled_share_steady`` the same over the steady window
 the link is measured on (``WINDOW``), past the start. CPU is the executors' JVMs and daemons, net of a ``noop`` run of
@@ -163,22 +163,24 @@ class FrontSampler:
         self._sample()
         self.throttled = self.front.stats()["throttled_records"] - self.base["throttled_records"]
 
-    def steady_throttled_share(self, rows: int) -> float | None:
-        """Throttled Kinesis records over user records in the steady window: it holds ``hi - lo`` of the run's admitted
-        bytes, so that share of its records."""
-        if len(self.throttles) < 3 or self.samples[-1][1] <= 0:
+    def _steady(self, series: list[tuple[float, float]]) -> float | None:
+        """How much ``series`` grew in the steady window (``WINDOW``: it holds ``hi - lo`` of the run's admitted bytes,
+        so that share of its records); None without enough samples."""
+        if len(series) < 3 or self.samples[-1][1] <= 0:
             return None
         ta, tb = crossing(self.samples, WINDOW[0]), crossing(self.samples, WINDOW[1])
-        return (at(self.throttles, tb) - at(self.throttles, ta)) / ((WINDOW[1] - WINDOW[0]) * rows)
+        return at(series, tb) - at(series, ta)
+
+    def steady_throttled_share(self, rows: int) -> float | None:
+        """Throttled Kinesis records over user records in the steady window."""
+        throttled = self._steady(self.throttles)
+        return None if throttled is None else throttled / ((WINDOW[1] - WINDOW[0]) * rows)
 
     def steady_cpu_per_m(self, rows: int, noop_s_per_row: float) -> float | None:
-        """CPU-s per million records in the steady window (executors' JVMs and daemons, net of Spark's generation):
-        the window holds ``hi - lo`` of the run's admitted bytes, so that share of its records."""
-        if len(self.cpu) < 3 or self.samples[-1][1] <= 0:
-            return None
-        ta, tb = crossing(self.samples, WINDOW[0]), crossing(self.samples, WINDOW[1])
+        """CPU-s per million records in the steady window (executors' JVMs and daemons, net of Spark's generation)."""
+        cpu = self._steady(self.cpu)
         records = (WINDOW[1] - WINDOW[0]) * rows
-        return (at(self.cpu, tb) - at(self.cpu, ta) - noop_s_per_row * records) / records * 1e6
+        return None if cpu is None else (cpu - noop_s_per_row * records) / records * 1e6
 
 
 def net_cpu(r: dict[str, Any], noop: dict[str, Any]) -> float:
