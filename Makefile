@@ -22,7 +22,7 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/de
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test test-localstack sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator kafka platform-jars lint actionlint fmt bench bench-scale clean help
+.PHONY: test test-localstack sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
@@ -66,6 +66,16 @@ $(KAFKA_STAMP): tools/kafka/pom.xml tools/kafka/spark/pom.xml
 	mvn -B -q -f tools/kafka/spark/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.cache/kafka/spark
 	touch $@
 
+# The Kinesis Client Library (tools/kcl/pom.xml) and two small programs over it, the tests' consumer wherever a test
+# speaks for one (testkit/spark_kinesis_testkit/kcl.py): tools/kcl/target/kcl-tools.jar and the KCL's runtime
+# dependencies in .cache/kcl/lib.
+KCL_STAMP := .cache/kcl/.stamp
+kcl: $(KCL_STAMP)
+$(KCL_STAMP): tools/kcl/pom.xml $(shell find tools/kcl/src -type f 2>/dev/null)
+	rm -rf .cache/kcl && mkdir -p .cache/kcl
+	mvn -B -q -f tools/kcl/pom.xml package dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/kcl/lib
+	touch $@
+
 # Jars Spark platforms put on the class path beside ours (tools/platform-jars/pom.xml: AWS SDK bundles as EMR, Glue
 # and hadoop-aws carry them, the SDK v1 bundle, hadoop-aws, a second KPL), from Maven Central into .cache/platform-jars
 # for the class-path matrix (tests/test_classpath.py). About 3 GB: the SDK bundles are 0.5-0.7 GB each.
@@ -97,7 +107,7 @@ unit:
 # the emulator are set up (one make -j).
 test:
 	mkdir -p .cache
-	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka platform-jars sbt-test
+	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl platform-jars sbt-test
 	@status=0; \
 	leg35="== leg spark3.5: pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m 'every_line or spark35_leg' =="; \
 	echo "$$leg35 (runs beside the next leg; its output follows it)"; \
@@ -121,13 +131,13 @@ sbt-test:
 # tools/localstack-leg.sh finds or starts a Docker engine (images in .cache/docker, sockets in /run/skd.*) and gets the
 # image (the pinned Docker Hub one, else built here: testkit/localstack-image/), then stops the engine it started and
 # removes what it left. Not part of `make test`.
-test-localstack: venv emulator jar
+test-localstack: venv emulator kcl jar
 	PY=$(CURDIR)/$(PY) PYTEST_ARGS="$(PYTEST_ARGS)" bash tools/localstack-leg.sh
 
-pytest: venv emulator kafka platform-jars jar
+pytest: venv emulator kafka kcl platform-jars jar
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
-pytest35: venv35 emulator platform-jars jar
+pytest35: venv35 emulator kcl platform-jars jar
 	$(PY35) -m pytest tests -m every_line $(PYTEST_ARGS)
 
 $(VENV)/.demo-stamp: tools/requirements-demo.txt $(VENV)/.stamp
@@ -151,10 +161,10 @@ $(VENV)/.bench-stamp: bench/requirements.txt $(VENV)/.stamp
 	$(PY) -m pip install -q -r bench/requirements.txt
 	touch $@
 
-bench: venv jar kafka emulator $(VENV)/.bench-stamp $(KINESALITE)
+bench: venv jar kafka kcl emulator $(VENV)/.bench-stamp $(KINESALITE)
 	$(PY) bench/run.py
 
-bench-scale: venv jar $(VENV)/.bench-stamp $(KINESALITE)
+bench-scale: venv jar kcl $(VENV)/.bench-stamp $(KINESALITE)
 	BENCH_PARTS=scale $(PY) bench/run.py
 
 # actionlint (the GitHub workflow's checker), pinned, built from its Go module into .cache/bin.

@@ -6,7 +6,7 @@ import statistics
 from typing import Any
 
 import backends
-from spark_kinesis_testkit.emulator import read_stream
+from spark_kinesis_testkit.kcl import KclDeaggregator, read_stream_kcl
 
 WARM_START = 10**12  # warm-up ids never collide with measured ones
 
@@ -19,12 +19,14 @@ def verify(
     b: backends.Backend, stream: str, rows: int, reps: int, warm_rows: int, payload: int, keyed: bool = True
 ) -> dict[str, Any]:
     """Every measured id (0..rows-1) came back ``reps`` times, and each warm-up id (from WARM_START) at least once,
-    read KCL-style (a sub-record outside the shard it was read from is dropped), with the bytes BareKplLoop and the
+    as a KCL consumer gets them (the KCL's own deaggregation, `make kcl`), with the bytes BareKplLoop and the
     Spark side both generate (the id, zero-padded, then 'x's); ``keyed``: the partition key is the id
     (``partitioner="fixed"`` sets its own)."""
     counts: dict[int, int] = {}
     bad = 0
-    for r in read_stream(b.client(), stream, shard_aware=True):
+    with KclDeaggregator() as kcl:
+        records = read_stream_kcl(b.client(), stream, kcl)
+    for r in records:
         i = int(r.data[:20])
         if r.data != f"{i:020d}".encode() + b"x" * (payload - 20) or (keyed and r.partition_key != str(i)):
             bad += 1

@@ -74,6 +74,7 @@ import helpers
 from helpers import session_jars
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder
 from spark_kinesis_testkit.kafka import KafkaBroker, connector_jars_or_none
+from spark_kinesis_testkit.kcl import KclDeaggregator
 from spark_kinesis_testkit.localstack import LocalStackKinesis, docker_problem, skip_reason
 
 
@@ -136,6 +137,14 @@ def kafka() -> Iterator[KafkaBroker]:
     """One real Kafka broker (KRaft) for the session, started by the first test that asks for it."""
     with KafkaBroker() as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def kcl() -> Iterator[KclDeaggregator]:
+    """The KCL's own deaggregation (one JVM for the session, started on first use): how a test reads what a KCL
+    consumer receives (``read_stream_kcl``)."""
+    with KclDeaggregator() as deaggregator:
+        yield deaggregator
 
 
 @pytest.fixture(scope="session")

@@ -94,11 +94,13 @@ def file_stream(spark: Any, source_dir: Path, select: Callable[[Any], Any] | Non
     return select(df)
 
 
-def start_per_file(spark: Any, source_dir: Path, checkpoint: Path, writer: Any, every: str) -> Any:
-    """Starts `file_stream` through `writer` (foreach) on a processing-time trigger of `every`: a query that keeps
-    running, taking each file added to `source_dir` in a batch of its own."""
+def start_per_file(
+    spark: Any, source_dir: Path, checkpoint: Path, writer: Any, every: str, entry: str = "foreach"
+) -> Any:
+    """Starts `file_stream` through `writer` (attached by `entry`) on a processing-time trigger of `every`: a query
+    that keeps running, taking each file added to `source_dir` in a batch of its own."""
     return (
-        attach(file_stream(spark, source_dir).writeStream, writer, "foreach")
+        attach(file_stream(spark, source_dir).writeStream, writer, entry)
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime=every)
         .start()

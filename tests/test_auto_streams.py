@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream
 from spark_kinesis_testkit.faults import FaultFront
+from spark_kinesis_testkit.kcl import read_stream_kcl
 
 
 @pytest.fixture
@@ -41,13 +42,13 @@ def keys_half_null(df):  # type: ignore[no-untyped-def]
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("entry", entries(every_line="foreach"))
-def test_auto_stream_gets_every_record_and_no_aggregate(spark, kinesis, front, stream, tmp_path, entry):
+def test_auto_stream_gets_every_record_and_no_aggregate(spark, kinesis, kcl, front, stream, tmp_path, entry):
     front.set_distribution_strategy(stream, "AUTO")
     n = 3000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
     writer = KinesisWriter(stream_name=stream, partitioner="none", **loopback_writer_options(front.endpoint))
     run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer, entry=entry, select=keys_half_null)
-    records = read_stream(kinesis.client(), stream, shard_aware=True)
+    records = read_stream_kcl(kinesis.client(), stream, kcl)
     d = account(range(n), records)
     assert d.missing == [] and d.duplicates == 0
     assert all(r.data == payload(i) for i, r in d.by_id.items())
@@ -57,10 +58,10 @@ def test_auto_stream_gets_every_record_and_no_aggregate(spark, kinesis, front, s
 
 
 @pytest.mark.e2e
-def test_stream_switched_to_auto_mid_query_loses_nothing(spark, kinesis, front, stream, tmp_path):
-    """Aggregates go out while the stream places by key; after the switch, until the KPL has asked again, an aggregate
-    lands on a random shard: the KPL re-sends the user records outside that shard's range ("Wrong Shard"), and a
-    KCL-style reader keeps those inside it. Nothing is lost either way."""
+def test_stream_switched_to_auto_mid_query_loses_nothing(spark, kinesis, kcl, front, stream, tmp_path):
+    """Aggregates go out while the stream places by key; after the switch, until the writer has asked again, an
+    aggregate lands on a random shard, where a KCL consumer drops it whole: the writer re-sends all its records, and
+    reads the stream's strategy again (records then go alone). Read back by the KCL's own code: nothing is lost."""
     n, files = 8000, 8
     write_input(tmp_path / "in", rows_for(range(n), key=lambda i: f"user-{i}"), files=files)
     kpl = {"DescribeStreamSummaryIntervalMs": 1000, "RecordMaxBufferedTime": 200}
@@ -80,7 +81,7 @@ def test_stream_switched_to_auto_mid_query_loses_nothing(spark, kinesis, front, 
     finally:
         q.stop()
     assert switched
-    records = read_stream(kinesis.client(), stream, shard_aware=True)
+    records = read_stream_kcl(kinesis.client(), stream, kcl)
     d = account(range(n), records)
     assert d.missing == [], f"{len(d.missing)} missing, e.g. {d.missing[:10]}"
     assert any(r.aggregated for r in records), "the KPL aggregated before the switch"

@@ -336,12 +336,10 @@ def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Ite
         it = resp.get("NextShardIterator")
 
 
-def read_stream(client: Any, stream: str, idle_polls: int = 2, shard_aware: bool = False) -> list[UserRecord]:
-    """Read every record of every shard from TRIM_HORIZON and deaggregate with ``aws-kinesis-agg``.
-
-    ``shard_aware``: keep only the user records of an aggregate whose hash key (explicit, else the MD5 of the
-    partition key) lies in the range of the shard it was read from, as the KCL's deaggregation does; it drops the
-    others silently, and so, here, does this reader.
+def read_stream(client: Any, stream: str, idle_polls: int = 2) -> list[UserRecord]:
+    """Read every record of every shard from TRIM_HORIZON and deaggregate with ``aws-kinesis-agg``: a plain reader,
+    which keeps every sub-record wherever it was read (for missing and duplicates). What a KCL consumer receives is
+    ``kcl.read_stream_kcl``'s: the KCL's own code.
 
     aws-kinesis-agg gives a sub-record without an explicit hash key the aggregate's first one (it reads the index
     without asking whether it is set); the KCL does not. Each sub-record's own is taken from the same protobuf message,
@@ -352,7 +350,6 @@ def read_stream(client: Any, stream: str, idle_polls: int = 2, shard_aware: bool
     shards = client.list_shards(StreamName=stream)["Shards"]
     for shard in shards:
         sid = shard["ShardId"]
-        first, last = (int(shard["HashKeyRange"][k]) for k in ("StartingHashKey", "EndingHashKey"))
         for raw in _iter_shard(client, stream, sid, idle_polls):
             arrival = raw.get("ApproximateArrivalTimestamp")
             arrival_s = arrival.timestamp() if arrival is not None else None
@@ -365,8 +362,6 @@ def read_stream(client: Any, stream: str, idle_polls: int = 2, shard_aware: bool
                 k = r["kinesis"]
                 agg = bool(k.get("aggregated"))
                 ehk = k.get("explicitHashKey") if not agg or own_ehk[i] else None
-                if agg and shard_aware and not first <= hash_key(k["partitionKey"], ehk) <= last:
-                    continue
                 # aws-kinesis-agg re-encodes sub-record data as base64; pass-through records stay raw.
                 data = base64.b64decode(k["data"]) if agg else k["data"]
                 out.append(UserRecord(k["partitionKey"], bytes(data), sid, ehk, agg, arrival_s))

@@ -17,6 +17,10 @@ request unchanged to the emulator's plain-HTTP port, and returns its answer, unl
   counted (``stats()["aggregated_on_auto"]``): Kinesis takes them, but a KCL consumer keeps only the user records
   whose hash key lies in the shard's range.
 * ``deny`` - answer an operation with ``AccessDeniedException`` (a role without that permission).
+* ``hold_shard_maps`` - answer ``ListShards`` of a stream with what the emulator answered the same request before the
+  hold, until ``release_shard_maps``: every producer's shard map then lags a reshard made meanwhile, so records routed
+  by the old map land in the new shards on purpose (the race of a reshard with a producer's map, which otherwise
+  depends on timing). Writes of a held stream are counted (``stats()["held_records"]``).
 * Record size limits (always on): kinesis-mock 0.6.2 keeps each stream's ``MaxRecordSizeInKiB`` (``UpdateMaxRecordSize``
   sets it, records up to 10 MiB are stored) but leaves it out of ``DescribeStreamSummary`` until it was set, counts
   only the data, and refuses a record per entry with ``InvalidArgumentException``. The front answers as Kinesis does:
@@ -190,6 +194,8 @@ class FaultFront:
         self._signers: dict[str, int] = {}  # access key id of each signed request -> requests
         self._strategies: dict[str, str] = {}  # stream -> RecordDistributionStrategy (USER_PARTITION_KEY if absent)
         self._denied: set[str] = set()  # operations answered with AccessDeniedException
+        self._held: set[str] = set()  # streams whose ListShards answers come from self._listings
+        self._listings: dict[tuple[str, bytes], tuple[int, bytes, dict[str, str]]] = {}  # the last answer per request
         self._outage_mode: str | None = None
         self._outage_timer: asyncio.TimerHandle | None = None
         self._outage_end: asyncio.Task[None] | None = None  # keeps the timer's task referenced
@@ -208,6 +214,8 @@ class FaultFront:
                 "placed_on_auto",  # records an AUTO stream placed itself
                 "oversized_refused",  # writes refused for a record over its stream's MaxRecordSizeInKiB
                 "large_admitted",  # records admitted from a shard's large-record burst
+                "held_listings",  # ListShards answered from before a hold
+                "held_records",  # records written to a stream while its shard maps were held
             ),
             0,
         )
@@ -343,6 +351,23 @@ class FaultFront:
 
         self._call(apply)
 
+    def hold_shard_maps(self, stream: str) -> None:
+        """From now until ``release_shard_maps(stream)``, answer each ``ListShards`` of ``stream`` as the emulator
+        answered the same request (same body and content type) last before now; a request never seen is forwarded."""
+
+        def apply() -> None:
+            self._held.add(stream)
+
+        self._call(apply)
+
+    def release_shard_maps(self, stream: str) -> None:
+        """``ListShards`` of ``stream`` reaches the emulator again."""
+
+        def apply() -> None:
+            self._held.discard(stream)
+
+        self._call(apply)
+
     def signers(self) -> dict[str, int]:
         """Requests per access key id that signed them (SigV4 ``Credential=<key id>/...``): what Kinesis sees."""
         return self._call(lambda: dict(self._signers))
@@ -436,6 +461,12 @@ class FaultFront:
             return await self._describe_stream_summary(request, body)
         if op == "UpdateStreamRecordDistributionStrategy":
             return self._update_strategy(body)
+        if op == "ListShards":
+            return await self._list_shards(request, body)
+        if self._held and op in ("PutRecords", "PutRecord"):
+            parsed = _json(body)
+            if _stream_name(parsed) in self._held:
+                self._stats["held_records"] += len(parsed.get("Records", [])) if op == "PutRecords" else 1
         if op == "UpdateMaxRecordSize":
             self._record_limits.pop(_stream_name(_json(body)), None)  # read again from the emulator
         if op in ("PutRecords", "PutRecord") and len(body) > _SMALL_BODY:
@@ -471,6 +502,27 @@ class FaultFront:
             return cbor2.dumps(answer) if cbor else json.dumps(answer).encode()
 
         return await self._forward(request, body, with_strategy)
+
+    async def _list_shards(self, request: web.Request, body: bytes) -> web.Response:
+        """The emulator's answer, remembered per request; for a held stream, the one remembered from before."""
+        content_type = request.headers.get("Content-Type", "")
+        try:
+            parsed = cbor2.loads(body) if "cbor" in content_type else _json(body)  # the AWS SDK for Java speaks CBOR
+        except (ValueError, cbor2.CBORDecodeError):
+            parsed = {}
+        key = (content_type, body)
+        if _stream_name(parsed if isinstance(parsed, dict) else {}) in self._held and key in self._listings:
+            self._stats["held_listings"] += 1
+            status, data, headers = self._listings[key]
+            return web.Response(status=status, body=data, headers=headers)
+        try:
+            status, data, headers = await self._upstream(request, body)
+        except (ClientError, asyncio.TimeoutError) as e:
+            return _error(500, "InternalFailure", f"fault front: upstream failed: {e!r}")
+        self._stats["forwarded"] += 1
+        if status == 200:
+            self._listings[key] = (status, data, headers)
+        return web.Response(status=status, body=data, headers=headers)
 
     async def _record_limit(self, request: web.Request, stream: str) -> int:
         """``stream``'s largest record in bytes (data and partition key), from the emulator's summary (cached)."""

@@ -7,8 +7,10 @@ import io.github.sparkkinesis.shaded.kpl.{UserRecordFailedException, UserRecordR
 
 /** What the producer's answer for a Kinesis record leads to. Its records complete, unless:
   *   - an aggregate landed in another shard than the one it was built for (a split or merge raced the map): the map is
-  *     read again, its records the landing shard holds complete, the others are routed again (a KCL consumer drops
-  *     those; duplicates are allowed, loss never);
+  *     read again; if the landing shard holds every one of its records (a merge: the child holds both parents' ranges)
+  *     they complete, else **all** of them are routed again by the new map ([[RetryPolicy.delivered]]), or, while the
+  *     map read does not know the landing shard yet (it lags the reshard), each sent alone, which Kinesis places by its
+  *     own key: a stale map must not send them to the wrong shard again, and again;
   *   - Kinesis throttled it (the daemon runs with `FailIfThrottled`, else it would re-send it every millisecond), the
   *     user did not ask for `FailIfThrottled` and its `RecordTtl` has not passed: an aggregate waits again, first in
   *     line, for its shard's quota; a record alone waits half a linger, as the KPL re-sends after half its
@@ -48,25 +50,24 @@ private[sparkkinesis] final class RetryPolicy(
   private def expired(o: Outgoing): Boolean =
     scheduler.clock.nanoTime() - o.firstSentNanos > settings.recordTtlMs * 1000000L
 
-  /** `a` landed in `r.getShardId`: reads the map again; its records whose hash key that shard holds are delivered, the
-    * others are routed again (counted as re-sent).
+  /** `a` landed in `r.getShardId`: reads the map again; its records complete if they were delivered there, else all of
+    * them are sent again (counted as re-sent) and complete when a copy is confirmed where it belongs.
     */
   private def misplaced(a: Aggregate, r: UserRecordResult): Unit = {
     val s = layouts(a.stream)
     layouts.read(s)
     val layout = s.layout
-    val (kept, again) =
-      if (layout == null) (Array.empty[Pending], a.entries)
-      else a.entries.partition(e => layout.shards.contains(r.getShardId, e.key))
-    if (kept.nonEmpty) Pending.complete(kept, Right(r))
-    if (again.nonEmpty) {
-      metrics.recordsResent(again.length)
+    if (layout != null && delivered(a.entries, layout.shards, r.getShardId)) Pending.complete(a.entries, Right(r))
+    else {
+      val stale = layout != null && !layout.shards.has(r.getShardId)
+      metrics.recordsResent(a.records)
       log.info(
         s"An aggregate of ${a.records} records for shard ${a.shard.id} of stream ${a.stream} landed in " +
-          s"${r.getShardId} (the stream was resharded): ${again.length} of its records are sent again."
+          s"${r.getShardId} (the stream was resharded), which does not hold all of them: they are sent again" +
+          (if (stale) s", each alone until the stream's shard map knows ${r.getShardId}." else ".")
       )
-      again.foreach { p =>
-        try route(p)
+      a.entries.foreach { p =>
+        try if (stale) send(new Alone(p)) else route(p)
         catch { case scala.util.control.NonFatal(e) => Pending.complete(Array(p), Left(e)) }
       }
     }
@@ -75,6 +76,16 @@ private[sparkkinesis] final class RetryPolicy(
 
 private[sparkkinesis] object RetryPolicy {
   private val log = LoggerFactory.getLogger(classOf[RetryPolicy])
+
+  /** Whether an aggregate of `entries` that landed in shard `landed` reached its consumers: only if that shard, in the
+    * stream's current `map`, holds the hash key of every one of them. A KCL consumer (`AggregatorUtil.deaggregate`, and
+    * KCL 1.x's `UserRecord.deaggregate` before it) reading an aggregate from a shard that does not own one of its
+    * sub-records drops the whole aggregate, the sub-records it had already taken too; the KPL re-sends every user
+    * record of a Kinesis record that went to the wrong shard for the same reason. A plain reader then sees the records
+    * the landing shard held twice: at-least-once allows duplicates, never loss.
+    */
+  def delivered(entries: Array[Pending], map: ShardMap, landed: String): Boolean =
+    entries.forall(e => map.contains(landed, e.key))
 
   /** Whether the KPL failed a record because Kinesis throttled its shard. */
   def throttled(e: Throwable): Boolean = e match {

@@ -29,6 +29,10 @@ private[sparkkinesis] final class ShardMap private (val shards: IndexedSeq[Shard
     if (found >= 0 && HashKey.compare(key.hi, key.lo, endHi(found), endLo(found)) <= 0) found else -1
   }
 
+  /** Whether `shardId` is one of the open shards of this map (a map read before a reshard does not know its children).
+    */
+  def has(shardId: String): Boolean = shards.exists(_.id == shardId)
+
   def contains(shardId: String, key: HashKey): Boolean = {
     val i = indexOf(key)
     i >= 0 && shards(i).id == shardId

@@ -13,19 +13,20 @@ import software.amazon.kinesis.retrieval.{AggregatorUtil, KinesisClientRecord}
 import io.github.sparkkinesis.{FakeClock, FakeMetadata}
 import io.github.sparkkinesis.compat.CollectionConverters._
 
-/** The writer's aggregates as a KCL consumer reads them: the KCL's own deaggregation, which drops every sub-record
-  * whose hash key lies outside the shard the aggregate was read from.
+/** The writer's aggregates as a KCL consumer reads them: the KCL's own deaggregation, which drops an aggregate whole
+  * when one of its sub-records' hash keys lies outside the shard it was read from.
   */
 class KclDeaggregationSuite extends AnyFunSuite {
 
-  test("the KCL deaggregates every record of the writer's aggregates from the shard they were built for") {
-    val layout = FakeMetadata.even(4).shards
-    val settings =
-      AggregationSettings(maxSize = 8192, maxCount = Long.MaxValue, lingerMs = 100, recheckMs = 300000, rateLimit = 100)
+  private val settings =
+    AggregationSettings(maxSize = 8192, maxCount = Long.MaxValue, lingerMs = 100, recheckMs = 300000, rateLimit = 100)
+
+  /** `n` records (every fourth with an explicit hash key) aggregated per shard of `layout`, as the writer seals them.
+    */
+  private def aggregates(layout: ShardMap, n: Int, seed: Int): Seq[Aggregate] = {
     val buffers = layout.shards.map(sh => new ShardBuffer("s", sh, settings, new FakeClock))
-    val rng = new Random(26)
+    val rng = new Random(seed)
     val sealedAggregates = ArrayBuffer.empty[Aggregate]
-    val n = 5000
     (0 until n).foreach { i =>
       val key = s"user-${rng.nextInt(700)}"
       val ehk = if (i % 4 == 0) HashKey.ofBigInteger(new java.math.BigInteger(128, rng.self)).toString else null
@@ -37,20 +38,29 @@ class KclDeaggregationSuite extends AnyFunSuite {
       b.add(p, sealedAggregates) // seals into sealedAggregates when full
     }
     buffers.filterNot(_.isEmpty).foreach(b => sealedAggregates += b.seal())
-    assert(sealedAggregates.size > 4 && sealedAggregates.size < n / 50, s"${sealedAggregates.size} aggregates")
+    sealedAggregates.toSeq
+  }
 
-    val kcl = new AggregatorUtil
-    def read(a: Aggregate, shard: ShardRange) = {
-      val first = a.entries(0)
-      val kinesisRecord = KinesisClientRecord
-        .builder()
-        .data(ByteBuffer.wrap(a.encoded))
-        .partitionKey(first.partitionKey)
-        .explicitHashKey(first.key.toString)
-        .sequenceNumber("1")
-        .build()
-      kcl.deaggregate(Collections.singletonList(kinesisRecord), shard.start, shard.end).asScala.toSeq
-    }
+  private val kcl = new AggregatorUtil
+
+  /** What a KCL consumer gets of `a` read from `shard`: the KCL's own deaggregation with the shard's hash-key range. */
+  private def read(a: Aggregate, shard: ShardRange): Seq[KinesisClientRecord] = {
+    val first = a.entries(0)
+    val kinesisRecord = KinesisClientRecord
+      .builder()
+      .data(ByteBuffer.wrap(a.encoded))
+      .partitionKey(first.partitionKey)
+      .explicitHashKey(first.key.toString)
+      .sequenceNumber("1")
+      .build()
+    kcl.deaggregate(Collections.singletonList(kinesisRecord), shard.start, shard.end).asScala.toSeq
+  }
+
+  test("the KCL deaggregates every record of the writer's aggregates from the shard they were built for") {
+    val layout = FakeMetadata.even(4).shards
+    val n = 5000
+    val sealedAggregates = aggregates(layout, n, 26)
+    assert(sealedAggregates.size > 4 && sealedAggregates.size < n / 50, s"${sealedAggregates.size} aggregates")
     val back = sealedAggregates.flatMap { a =>
       val got = read(a, a.shard)
       assert(got.size == a.records && got.forall(_.aggregated), s"the KCL kept ${got.size} of ${a.records}")
@@ -66,5 +76,25 @@ class KclDeaggregationSuite extends AnyFunSuite {
     val a = sealedAggregates.head
     val other = layout.shards.find(_.id != a.shard.id).get
     assert(read(a, other).isEmpty)
+  }
+
+  test("RetryPolicy.delivered is the KCL's rule: an aggregate in a shard not holding all of it is dropped whole") {
+    // Aggregates built for four shards land, by their explicit hash key (their first record's), in the open shards
+    // after a split of each (eight) or a merge of pairs (two), as they do when a reshard races the writer's map.
+    val four = FakeMetadata.even(4).shards
+    val built = aggregates(four, 3000, 50)
+    for (after <- Seq(FakeMetadata.even(8).shards, FakeMetadata.even(2).shards)) {
+      val outcomes = built.map { a =>
+        val landed = after.shards(after.indexOf(a.entries(0).key))
+        val kept = read(a, landed).size
+        val delivered = RetryPolicy.delivered(a.entries, after, landed.id)
+        assert(kept == 0 || kept == a.records, s"the KCL kept $kept of ${a.records}: neither all nor none")
+        assert(delivered == (kept == a.records), s"delivered=$delivered but the KCL kept $kept of ${a.records}")
+        delivered
+      }
+      // Both outcomes occur: a split's child holds few aggregates whole, a merge's child holds every one.
+      if (after.size == 8) assert(outcomes.count(!_) > built.size / 2, "a split leaves most aggregates undelivered")
+      else assert(outcomes.forall(identity), "a merge's child holds its parents' aggregates whole")
+    }
   }
 }
