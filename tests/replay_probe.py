@@ -14,6 +14,10 @@ scenario:
   batch.
 - "changed": as "uncommitted", then the batch's input files are rewritten (``replacement``: new rows for some) and the
   replay splits its files into more partitions (``spark.sql.files.maxPartitionBytes``).
+- "restart": as "stop", but the new query starts as soon as the stopped one has ended, while what its tasks had in
+  flight (up to ``queue_limit``) is still being confirmed; ``restarts`` times in a row (each a new batch to stop in).
+- "exit": as "restart", but this JVM ends at once after the stop (``spark.stop()``, records still in flight) and
+  says EXITED; the test restarts the query in a new probe with ``resume`` set (no stop there).
 
 Each mode runs its own query, checkpoint and stream in this JVM, one after the other. Says STOPPED (per mode, for
 "stop"), then DONE.
@@ -66,7 +70,7 @@ def main() -> None:
                 opts.update(dedupe_location=(work / "fingerprints").as_uri(), dedupe_flush_interval_ms=200)
             writer = KinesisWriter(stream_name=stream, **opts)
             source = work / f"in-{mode}"
-            shutil.copytree(cfg["input"], source)
+            shutil.copytree(cfg["input"], source, dirs_exist_ok=True)
             checkpoint = work / f"ckpt-{mode}"
             df = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(str(source))
             df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
@@ -91,7 +95,25 @@ def main() -> None:
                 q.processAllAvailable()
                 q.stop()
                 continue
-            if cfg["scenario"] == "stop":
+            if cfg["scenario"] in ("restart", "exit") and not cfg.get("resume"):
+                front.add_latency(cfg.get("latency_ms", 300))
+                for round_ in range(cfg.get("restarts", 1)):
+                    q = start()
+                    sent = cfg["stop_after"] * (round_ + 1)
+                    poll(
+                        "records confirmed",
+                        lambda s=stream, n=sent: (p := live_producer(spark, s)) and p.records_sent >= n,
+                    )
+                    q.stop()
+                    in_flight = (p := live_producer(spark, stream)) and p.in_flight_records
+                    commits = sorted(f.name for f in (checkpoint / "commits").glob("[0-9]*"))
+                    probe.say("STOPPED", {"mode": mode, "commits": commits, "in_flight": in_flight})
+                    if cfg["scenario"] == "exit":
+                        break
+                if cfg["scenario"] == "exit":
+                    continue
+                front.add_latency(0)
+            elif cfg["scenario"] == "stop":
                 front.add_latency(300)
                 q = start()
                 poll("some records confirmed", lambda s=stream: (p := live_producer(spark, s)) and p.records_sent >= 60)
@@ -103,7 +125,7 @@ def main() -> None:
                 )
                 commits = sorted(f.name for f in (checkpoint / "commits").glob("[0-9]*"))
                 probe.say("STOPPED", {"mode": mode, "commits": commits})
-            else:
+            elif not cfg.get("resume"):
                 q = start()
                 q.processAllAvailable()
                 q.stop()
@@ -122,6 +144,8 @@ def main() -> None:
                 probe.failed(str(q.exception()))
                 return
     spark.stop()
+    if cfg["scenario"] == "exit" and not cfg.get("resume"):
+        probe.say("EXITED")
     probe.done()
 
 

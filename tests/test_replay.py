@@ -102,6 +102,48 @@ def test_replay_skips_what_kinesis_confirmed(kinesis: Any, tmp_path: Path, scena
 
 
 @pytest.mark.e2e
+@pytest.mark.faults
+@pytest.mark.parametrize("where", ["same-jvm", "new-jvm"])
+def test_restart_at_once_skips_what_the_stopped_tasks_had_in_flight(kinesis: Any, tmp_path: Path, where: str) -> None:
+    """query.stop() mid-batch behind a slow link, then the query again from its checkpoint at once: in the same JVM
+    while the stopped tasks' records (up to queue_limit) are still being confirmed, or in a new JVM after the first one
+    ended with records in flight. The replay must skip every record Kinesis confirmed, in flight at the stop or not:
+    0 duplicates and 0 missing on format("kinesis") and on foreach."""
+    n = 6000
+    write_input(tmp_path / "in", rows_for(range(n)), files=2)
+    streams = {mode: f"rr-{mode}-{tmp_path.name[-6:]}" for mode in ("on", "foreach")}
+    for s in streams.values():
+        kinesis.create_stream(s, 4)
+    opts = kinesis.writer_options()
+    opts.update(queue_limit=400, producer_idle_timeout_ms=600_000)
+    cfg = {
+        "input": str(tmp_path / "in"),
+        "workdir": str(tmp_path),
+        "streams": streams,
+        "upstream": f"http://127.0.0.1:{kinesis.plain_port}",
+        "writer_options": opts,
+        "jars": session_jars(),
+        "scenario": "restart" if where == "same-jvm" else "exit",
+        "stop_after": 1000,
+        "restarts": 2,
+        "latency_ms": 300,
+    }
+    result = run_probe("replay_probe.py", cfg, tmp_path, timeout_s=300)
+    stops = result.all("STOPPED")
+    if where == "new-jvm":
+        assert result.all("EXITED"), "the first JVM did not end after its stop"
+        run_probe("replay_probe.py", {**cfg, "resume": True}, tmp_path / "resume", timeout_s=300)
+    assert stops and all(st["commits"] == [] and st["in_flight"] for st in stops), f"no stop mid-batch: {stops}"
+    got = {mode: _counts(kinesis, s) for mode, s in streams.items()}
+    for mode, counts in got.items():
+        missing = sorted(set(range(n)) - set(counts))
+        assert not missing, f"mode {mode}: {len(missing)} ids missing, first {missing[:10]}"
+    dup = {mode: sum(c - 1 for c in counts.values()) for mode, counts in got.items()}
+    print(f"RESTART {where}: in flight at the stops {[st['in_flight'] for st in stops]}, duplicates {dup}")
+    assert dup == {"on": 0, "foreach": 0}, f"duplicates {dup} after a restart at once ({where})"
+
+
+@pytest.mark.e2e
 @pytest.mark.bad_input
 def test_refused_where_no_replay_can_be_skipped_safely(spark: Any, tmp_path: Path) -> None:
     """Batch writes and a location without a scheme, refused on the driver before any task, and continuous processing

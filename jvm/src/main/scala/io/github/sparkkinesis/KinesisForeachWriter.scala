@@ -35,7 +35,8 @@ class KinesisForeachWriter private[sparkkinesis] (
         partitionId,
         epochId,
         ctx.taskAttemptId(),
-        TaskReplay.retried
+        TaskReplay.retried,
+        options.flushTimeoutMs
       )
     }
     task =

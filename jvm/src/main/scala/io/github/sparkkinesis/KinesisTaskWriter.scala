@@ -118,7 +118,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
   def close(committed: Boolean): Unit = if (!closed) {
     closed = true
     try {
-      if (replay != null && !committed) replay.abort()
+      if (replay != null && !committed) replay.abort(() => state.pending.get)
       accumulators.foreach(_.add(state))
       KinesisTaskWriter.log.info(state.summary(partitionId, epochId, committed))
     } finally pool.release(producer)

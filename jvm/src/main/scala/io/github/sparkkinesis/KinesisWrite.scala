@@ -53,7 +53,8 @@ private[sparkkinesis] object KinesisWrite {
   def replayPlan(prepared: KinesisWriter.Prepared, queryId: String): Option[ReplayPlan] =
     prepared.options.dedupe.map { d =>
       val keyed = DedupeOptions.keyed(prepared.options)
-      ReplayPlan.plan(KinesisWriterOptions.DedupeLocation.name, d.location, d.flushIntervalMs, keyed, queryId)
+      val name = KinesisWriterOptions.DedupeLocation.name
+      ReplayPlan.plan(name, d.location, d.flushIntervalMs, keyed, queryId, prepared.options.flushTimeoutMs)
     }
 
   /** The columns a record's content comes from (fingerprinted on replay: stream, partition key, hash key, data). */
@@ -115,7 +116,9 @@ private[sparkkinesis] final class KinesisDataWriter(
     prepared.accumulators,
     partitionId,
     epochId,
-    prepared.replay.map(p => new TaskReplay(p, partitionId.toLong, epochId, taskId, retried)).orNull,
+    prepared.replay
+      .map(p => new TaskReplay(p, partitionId.toLong, epochId, taskId, retried, prepared.options.flushTimeoutMs))
+      .orNull,
     writers
   )
   private val converter = prepared.converter

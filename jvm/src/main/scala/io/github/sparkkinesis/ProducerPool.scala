@@ -142,6 +142,27 @@ private[sparkkinesis] final class ProducerPool(
     destroyers.foreach(_.join())
   }
 
+  /** The JVM's exit: records still in flight (a query stopped just before, say) get up to `settleMs` to be confirmed,
+    * then every producer is closed, then skip on replay's last fingerprint writes run ([[replay.LedgerFlusher.drain]]):
+    * a query started again in a new JVM skips what Kinesis confirmed here. Returns whether nothing was left in flight.
+    */
+  def closeAtExit(settleMs: Long): Boolean = {
+    val deadline = clockMs() + settleMs
+    var busy = live.filter(_.bound.records.get > 0)
+    while (busy.nonEmpty && clockMs() < deadline) {
+      busy.head.bound.latch.await(QueueLimiter.StepMs)
+      busy = busy.filter(_.bound.records.get > 0)
+    }
+    if (busy.nonEmpty)
+      log.warn(
+        s"The JVM exits with ${busy.map(_.bound.records.get).sum} records still unconfirmed after $settleMs ms: " +
+          "a restart sends them again"
+      )
+    closeAll()
+    replay.LedgerFlusher.drain(settleMs)
+    busy.isEmpty
+  }
+
   /** How many tasks hold `p` now (read under the pool's lock). */
   def users(p: SharedProducer): Int = synchronized(p.refs)
 
@@ -216,7 +237,13 @@ private[sparkkinesis] object ProducerPool {
       TimeUnit.SECONDS
     )
     reaper.scheduleWithFixedDelay(() => pool.sampleDaemonMetrics(), 5, DaemonMetricsEverySeconds, TimeUnit.SECONDS)
-    Runtime.getRuntime.addShutdownHook(Threads.daemon("spark-kinesis-producer-shutdown")(pool.closeAll()))
+    // Through Hadoop's hook manager, ahead of its file systems' own hook: the last fingerprint writes need them open.
+    org.apache.hadoop.util.ShutdownHookManager
+      .get()
+      .addShutdownHook(() => pool.closeAtExit(ExitSettleMs), org.apache.hadoop.fs.FileSystem.SHUTDOWN_HOOK_PRIORITY + 1)
     pool
   }
+
+  /** How long a JVM's exit waits for records still in flight ([[ProducerPool.closeAtExit]]). */
+  val ExitSettleMs = 5000L
 }

@@ -87,6 +87,32 @@ class PoolSuite extends AnyFunSuite {
     assert(f.pool.live.isEmpty)
   }
 
+  test("at exit: records in flight get their time to be confirmed, at most the bound; then every producer goes") {
+    def exiting(f: FakePool, settleMs: Long): (Thread, java.util.concurrent.atomic.AtomicBoolean) = {
+      val settled = new java.util.concurrent.atomic.AtomicBoolean()
+      val t = new Thread(() => settled.set(f.pool.closeAtExit(settleMs)))
+      t.start()
+      val deadline = System.nanoTime() + 10000000000L
+      while (t.getState != Thread.State.TIMED_WAITING) { assert(System.nanoTime() < deadline); Thread.`yield`() }
+      (t, settled)
+    }
+    val f = new FakePool
+    val p = f.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26)
+    p.bound.records.set(1) // a record in flight
+    val (t, settled) = exiting(f, 60000)
+    assert(!f.last.destroyed, "destroyed while a record was in flight")
+    p.bound.release(1, 0) // confirmed
+    t.join(10000)
+    assert(settled.get && f.last.destroyed && f.pool.live.isEmpty)
+
+    val g = new FakePool
+    g.pool.acquire(cfgA, "s", 1000, 10000, 1L << 26).bound.records.set(1) // never confirmed
+    val (u, settled2) = exiting(g, 5000)
+    g.nowMs = 5001
+    u.join(10000)
+    assert(!u.isAlive && !settled2.get && g.last.destroyed)
+  }
+
   test("pool keys never print secrets") {
     val cfg = TestWriters
       .options(

@@ -57,9 +57,13 @@ class ReplayTaskSuite extends AnyFunSuite {
     while (!cond) { assert(System.nanoTime() < deadline, "timed out"); Thread.`yield`() }
   }
 
-  /** An abort's last write runs on the JVM's one flusher thread: a task queued behind it has run once it is done. */
-  private def abortAndWait(w: KinesisDataWriter): Unit = {
+  /** An abort, then the records it left in flight fail (a daemon that died: never confirmed, so a replay sends them),
+    * which settles the attempt; its last writes run on the JVM's one flusher thread: a task queued behind them has run
+    * once they are done.
+    */
+  private def abortAndWait(w: KinesisDataWriter, fakes: FakePool): Unit = {
     w.abort()
+    fakes.last.daemonDied()
     val done = new java.util.concurrent.CountDownLatch(1)
     io.github.sparkkinesis.replay.LedgerFlusher.submit(() => done.countDown())
     assert(done.await(10, java.util.concurrent.TimeUnit.SECONDS), "the flusher did not run")
@@ -72,7 +76,7 @@ class ReplayTaskSuite extends AnyFunSuite {
     val first = dataWriter(fakes, plan(4, replay = false, "q1"), 0)
     Seq("a", "a", "b").foreach(d => first.write(irow("k", d)))
     fakes.last.succeed(2) // Kinesis confirmed a and a; b is still out when the query stops
-    abortAndWait(first)
+    abortAndWait(first, fakes)
     assert(sentData(fakes) == Seq("a", "a", "b"), "a first attempt skips nothing")
 
     val fakes2 = new FakePool
@@ -90,7 +94,7 @@ class ReplayTaskSuite extends AnyFunSuite {
     Seq("a", "a", "a", "a", "b", "c").foreach(d => again.write(irow("k", d)))
     again.write(irow("other-key", "c"))
     assert(sentData(fakes3) == Seq("a", "c"), "a fourth a and c under another partition key are new records")
-    abortAndWait(again)
+    abortAndWait(again, fakes3)
   }
 
   test("records confirmed inside the writer's aggregates are recorded one by one; a plan of another batch skips none") {
@@ -110,13 +114,13 @@ class ReplayTaskSuite extends AnyFunSuite {
     val replay = dataWriter(fakes2, plan(9, replay = true, "q2"), 0)
     (rows :+ "r0" :+ "new").foreach(d => replay.write(irow(s"k$d", d)))
     assert(sentData(fakes2) == Seq("r0", "new"), "r0 was confirmed twice of three")
-    abortAndWait(replay)
+    abortAndWait(replay, fakes2)
 
     val fakes3 = new FakePool
     val stale = dataWriter(fakes3, plan(8, replay = true, "q2"), 0)
     Seq("r1", "r2").foreach(d => stale.write(irow(s"k$d", d)))
     assert(sentData(fakes3) == Seq("r1", "r2"), "batch 8's plan finds nothing of batch 9")
-    abortAndWait(stale)
+    abortAndWait(stale, fakes3)
   }
 
   test("a retried task skips what its partition's earlier attempts confirmed under the same plan, nothing else") {
@@ -125,7 +129,7 @@ class ReplayTaskSuite extends AnyFunSuite {
     val a1 = dataWriter(fakes, first, 0)
     Seq("a", "a", "b").foreach(d => a1.write(irow("k", d)))
     fakes.last.succeed(2)
-    abortAndWait(a1)
+    abortAndWait(a1, fakes)
 
     def sends(p: ReplayPlan, partition: Int, retried: Boolean, rows: Seq[String]): Seq[String] = {
       val f = new FakePool
@@ -133,7 +137,7 @@ class ReplayTaskSuite extends AnyFunSuite {
       rows.foreach(d => w.write(irow("k", d)))
       val out = sentData(f)
       f.last.succeed(out.size)
-      abortAndWait(w)
+      abortAndWait(w, f)
       out
     }
     assert(sends(first, 0, retried = false, Seq("a")) == Seq("a"), "a first attempt reads nothing")
@@ -184,7 +188,7 @@ class ReplayTaskSuite extends AnyFunSuite {
     rows.foreach(d => w.write(irow("k", d)))
     val out = sentData(f)
     confirm.sorted.zipWithIndex.foreach { case (n, done) => f.last.succeedNth(n - done) }
-    abortAndWait(w)
+    abortAndWait(w, f)
     out
   }
 
@@ -246,6 +250,48 @@ class ReplayTaskSuite extends AnyFunSuite {
       wanted.foreach { case (c, n) => assert(held(c) >= n, s"round $round: $c lost (first $first, replay $replay)") }
       if (same) wanted.foreach { case (c, n) => assert(held(c) == n, s"round $round: $c sent twice") }
     }
+  }
+
+  test("a restart at once: the replay reads what the stopped attempt confirms after its abort, then skips all of it") {
+    for (foreach <- Seq(true, false)) {
+      val query = s"r1-$foreach"
+      def planOf(run: String) =
+        if (foreach) foreachPlan(5, query, run) else plan(5, replay = true, query).copy(planId = run)
+      val fakes = new FakePool
+      val stopped = dataWriter(fakes, planOf("run-1"), 0)
+      Seq("a", "b", "c").foreach(d => stopped.write(irow("k", d)))
+      fakes.last.succeed(1) // a confirmed; b and c still in flight when the query stops
+      stopped.abort()
+      // The query starts again at once, in this JVM: its attempt of the batch waits for b and c before it reads.
+      val fakes2 = new FakePool
+      var replay: KinesisDataWriter = null
+      val starting = new Thread(() => replay = dataWriter(fakes2, planOf("run-2"), 0))
+      starting.start()
+      eventually(starting.getState == Thread.State.TIMED_WAITING)
+      assert(replay == null, "the replay read before the stopped attempt's records were in")
+      fakes.last.succeedAll(_ => "shardId-0") // b and c confirmed after the abort
+      starting.join(10000)
+      assert(replay != null)
+      Seq("a", "b", "c", "d").foreach(d => replay.write(irow("k", d)))
+      assert(sentData(fakes2) == Seq("d"), s"foreach=$foreach: everything Kinesis confirmed is skipped")
+      fakes2.last.succeedAll(_ => "shardId-0")
+      replay.commit()
+    }
+  }
+
+  test("the wait for earlier attempts: only other plans' attempts, at most its bound, on its clock") {
+    import io.github.sparkkinesis.replay.ReplayCache
+    val clock = new FakeClock
+    val a = ReplayCache.opened("w1", 3, "plan-a")
+    assert(ReplayCache.awaitEarlier("w1", 3, "plan-a", 60000, clock), "an attempt of the same plan is not waited for")
+    assert(ReplayCache.awaitEarlier("w1", 4, "plan-b", 60000, clock), "nor one of another batch")
+    val timer = new Thread(() => { Thread.sleep(50); clock.advanceMs(60001) })
+    timer.start()
+    assert(!ReplayCache.awaitEarlier("w1", 3, "plan-b", 60000, clock), "unsettled after the bound")
+    timer.join()
+    ReplayCache.settled(a)
+    ReplayCache.settled(a) // once is enough
+    assert(ReplayCache.awaitEarlier("w1", 3, "plan-b", 60000, clock))
   }
 
   private def fingerprintOf(data: String): (Long, Long) = {

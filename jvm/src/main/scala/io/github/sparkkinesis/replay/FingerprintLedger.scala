@@ -65,11 +65,30 @@ private[sparkkinesis] final class FingerprintLedger(
 private[sparkkinesis] object LedgerFlusher {
   private val log = LoggerFactory.getLogger(getClass)
 
-  private lazy val timer: ScheduledExecutorService =
+  @volatile private var started = false
+  private lazy val timer: ScheduledExecutorService = {
+    started = true
     Executors.newSingleThreadScheduledExecutor(Threads.factory("spark-kinesis-fingerprint-flusher"))
+  }
+
+  /** The JVM's exit: runs the writes already handed over (an aborted task's last ones), at most `timeoutMs`; the
+    * interval flushes stop.
+    */
+  def drain(timeoutMs: Long): Unit = if (started) {
+    timer.shutdown()
+    if (!timer.awaitTermination(timeoutMs, TimeUnit.MILLISECONDS))
+      log.warn(s"Fingerprint writes still running after $timeoutMs ms at exit: a restart may send their records again")
+  }
 
   /** Runs `work` once, on this thread. */
-  def submit(work: Runnable): Unit = { timer.execute(work); () }
+  def submit(work: Runnable): Unit =
+    try timer.execute(work)
+    catch {
+      case _: java.util.concurrent.RejectedExecutionException =>
+        log.warn(
+          "A fingerprint write came after the JVM's exit drained the writes: a restart may send its records again"
+        )
+    }
 
   /** Flushes `ledger` when due, checked a few times per interval, until the returned handle is cancelled. A failed
     * flush is logged once per ledger and tried again at the next interval (the commit's flush throws it).

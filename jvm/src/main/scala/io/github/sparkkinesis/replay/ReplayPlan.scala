@@ -9,6 +9,8 @@ import org.apache.spark.SparkContext
 import org.apache.spark.broadcast.Broadcast
 import org.slf4j.LoggerFactory
 
+import io.github.sparkkinesis.aggregation.Clock
+
 /** What was decided for one micro-batch's write, shipped to its tasks: where fingerprints go, the query's stable id and
   * the batch id, and how a task may skip.
   *
@@ -59,7 +61,14 @@ private[sparkkinesis] object ReplayPlan {
   /** On the driver, when Spark builds the write of a micro-batch: removes the fingerprints of the query's committed
     * batches (those before this one) and looks for this batch's. Refuses writes that have no replayable batch id.
     */
-  def plan(option: String, location: String, flushIntervalMs: Long, keyed: Boolean, queryId: String): ReplayPlan = {
+  def plan(
+      option: String,
+      location: String,
+      flushIntervalMs: Long,
+      keyed: Boolean,
+      queryId: String,
+      settleMs: Long = 0L
+  ): ReplayPlan = {
     val sc = SparkContext.getOrCreate()
     val batchId = Option(sc.getLocalProperty(BatchIdProperty))
     // A batch write inside foreachBatch sees the batch id too, but Spark gives its write a random query id.
@@ -68,6 +77,9 @@ private[sparkkinesis] object ReplayPlan {
     val id = batchId.get.toLong
     val conf = QueryConf(sc, queryId)
     val first = ReplayPlan(location, queryId, id, false, keyed, flushIntervalMs, UUID.randomUUID().toString, conf)
+    // A run stopped mid-batch in this JVM (local mode: the driver's) may still be writing what it had in flight: whether
+    // this batch is a replay is decided once those confirmations are in (TaskReplay waits the same way in each task).
+    ReplayCache.awaitEarlier(queryId, id, first.planId, settleMs, Clock.system)
     val deleted = first.store.deleteBefore(queryId, id)
     val again = first.store.exists(queryId, id)
     if (again || deleted > 0)

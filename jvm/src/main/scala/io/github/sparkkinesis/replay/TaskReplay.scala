@@ -21,9 +21,15 @@ import io.github.sparkkinesis.aggregation.{Clock, Pending}
   *     holds: never a loss, whatever the replay's partitioning (docs/reliability.md, "Skip on replay").
   *
   * @param attempt
-  *   Spark's task attempt id (unique within a run); a random nonce makes the file names unique across runs too.
+  *   Spark's task attempt id (unique within a run); a random nonce makes the file names unique across runs too. Before
+  *   it reads what earlier attempts confirmed, it waits (at most `settleMs`) until no attempt of an earlier plan of the
+  *   batch in this JVM may still write confirmations ([[ReplayCache.awaitEarlier]]): a query stopped mid-batch and
+  *   started again at once finds what its stopped tasks had in flight confirmed, not only what they wrote before.
+  *
   * @param retry
   *   not the partition's first attempt in this plan ([[TaskReplay.retried]]).
+  * @param settleMs
+  *   the longest an earlier attempt's records may still take to be confirmed: the writer's `flush_timeout_ms`.
   */
 private[sparkkinesis] final class TaskReplay(
     plan: ReplayPlan,
@@ -31,9 +37,15 @@ private[sparkkinesis] final class TaskReplay(
     epochId: Long,
     attempt: Long,
     retry: Boolean = false,
+    settleMs: Long = 0L,
     clock: Clock = Clock.system
 ) {
   private val store = plan.store
+  private val current = epochId == plan.batchId // a stale plan never skips
+  if (current && (plan.perPartition || plan.replay))
+    ReplayCache.awaitEarlier(plan.queryId, epochId, plan.planId, settleMs, clock)
+  // This attempt's confirmations may arrive until it committed, or aborted and its last record in flight completed.
+  private val attemptToken = ReplayCache.opened(plan.queryId, epochId, plan.planId)
   private val ledger = new FingerprintLedger(
     store,
     store.batchDir(plan.queryId, epochId),
@@ -41,7 +53,6 @@ private[sparkkinesis] final class TaskReplay(
     plan.flushIntervalMs * 1000000L,
     clock
   )
-  private val current = epochId == plan.batchId // a stale plan never skips
   // foreach: the partition's own earlier confirmations; a retry lists afresh (its earlier attempts wrote since the
   // JVM's listing), a first attempt uses the listing its JVM made once for this run of the batch.
   private val claims: Claims =
@@ -107,25 +118,36 @@ private[sparkkinesis] final class TaskReplay(
   /** After every record of the task is confirmed: writes the rest; a failure fails the task (the directory must be
     * writable for the mode to mean anything).
     */
-  def commit(): Unit = {
-    flushing.cancel(false)
-    ledger.flush()
-  }
+  def commit(): Unit =
+    try {
+      flushing.cancel(false)
+      ledger.flush()
+    } finally settled()
 
   /** The task ends without commit: writes what was confirmed so far, best effort. Its records still in flight go on
-    * (the KPL sends them after the task): [[drained]] writes their confirmations once the last is in.
+    * (the KPL sends them after the task): [[drained]] writes their confirmations once the last is in. `inFlight`: how
+    * many of its records are still unconfirmed (read after the abort is marked, so that a last completion racing it is
+    * seen by one of the two).
     */
-  def abort(): Unit = {
+  def abort(inFlight: () => Long = () => 0L): Unit = {
     aborted = true
     flushing.cancel(false)
     // On the flusher's thread: a task thread Spark interrupted may not write (interruptible I/O), nor should it wait.
-    LedgerFlusher.submit(() => quietFlush())
+    LedgerFlusher.submit { () =>
+      quietFlush()
+      // None left in flight: their confirmations were all taken before the count reached 0, so one more flush holds
+      // every one of them (the first may have run before the last came in).
+      if (inFlight() == 0) { quietFlush(); settled() }
+    }
   }
 
   /** The task's last record in flight completed (any thread): after an abort, a last write, off this thread. */
-  def drained(): Unit = if (aborted) LedgerFlusher.submit(() => quietFlush())
+  def drained(): Unit = if (aborted) LedgerFlusher.submit { () => quietFlush(); settled() }
 
   @volatile private var aborted = false
+
+  /** Nothing more of this attempt will be written (once; any thread). */
+  private def settled(): Unit = ReplayCache.settled(attemptToken)
 
   private def quietFlush(): Unit =
     try ledger.flush()
@@ -171,6 +193,12 @@ private[sparkkinesis] object ReplayCache {
     val key: (Long, String) = (plan.batchId, plan.planId)
     lazy val files: Seq[FileStatus] = plan.store.list(plan.queryId, plan.batchId)
   }
+
+  /** One task attempt whose confirmations may still be written: [[opened]] until [[settled]]. */
+  final class Attempt private[ReplayCache] (val queryId: String, val batchId: Long, val planId: String) {
+    @volatile private[ReplayCache] var open = true
+  }
+  private val open = new java.util.HashSet[Attempt]()
   private val entries = new java.util.HashMap[String, Entry]()
   private val listings = new java.util.HashMap[String, Listing]()
   private val cleaned = new java.util.HashMap[String, java.lang.Long]()
@@ -183,6 +211,48 @@ private[sparkkinesis] object ReplayCache {
     }
     e.set
   }
+
+  /** A task attempt of the query's batch under `planId` starts writing confirmations in this JVM. */
+  def opened(queryId: String, batchId: Long, planId: String): Attempt = synchronized {
+    val a = new Attempt(queryId, batchId, planId)
+    open.add(a)
+    a
+  }
+
+  /** The attempt will write no more (idempotent): wakes those waiting in [[awaitEarlier]]. */
+  def settled(a: Attempt): Unit = synchronized {
+    if (a.open) { a.open = false; open.remove(a); notifyAll() }
+  }
+
+  /** Waits until no attempt of the query's batch under another plan than `planId` (an earlier run, or an earlier
+    * planning of the batch) may still write confirmations in this JVM, at most `timeoutMs` of `clock`: a stopped
+    * query's tasks end before their last records in flight are confirmed, and a query started again at once must find
+    * those confirmations. Other JVMs' attempts are not seen here: an executor lost with records in flight is the
+    * documented bound (docs/reliability.md). Returns whether they settled; a WARN says so when not.
+    */
+  def awaitEarlier(queryId: String, batchId: Long, planId: String, timeoutMs: Long, clock: Clock): Boolean =
+    synchronized {
+      def earlier: Int = {
+        var n = 0
+        open.forEach(a => if (a.queryId == queryId && a.batchId == batchId && a.planId != planId) n += 1)
+        n
+      }
+      val deadline = clock.nanoTime() + timeoutMs * 1000000L
+      var left = earlier
+      val waited = left > 0
+      while (left > 0 && deadline - clock.nanoTime() > 0) {
+        wait(math.max(1L, math.min(100L, (deadline - clock.nanoTime()) / 1000000L)))
+        left = earlier
+      }
+      if (left > 0)
+        TaskReplay.log.warn(
+          s"Query $queryId batch $batchId: $left earlier task attempts in this JVM still had records in flight after " +
+            s"${timeoutMs} ms (flush_timeout_ms); what they confirm later is not skipped, so it may be sent twice"
+        )
+      else if (waited)
+        TaskReplay.log.info(s"Query $queryId batch $batchId: the earlier attempts' records in flight are all in")
+      left == 0
+    }
 
   /** The query runs a batch that is no replay: what this JVM held for it is freed. */
   def forget(queryId: String): Unit = synchronized { entries.remove(queryId); () }
