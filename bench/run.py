@@ -366,8 +366,8 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
                 continue
             say(f"  profile {name}: inclusive {prof['inclusive']}")
             say(f"    top self frames: {[f'{f} {share:.1%}' for f, _, share in prof['top_self'][:6]]}")
-    # Each measured run of the writer's sides was read back record by record (ids, bytes and keys, deaggregated
-    # KCL-style) before its stream made way for the next: the sums over the repetitions.
+    # Each measured run of the writer's sides was read back record by record (ids, bytes and keys, deaggregated by the
+    # KCL's own code) before its stream made way for the next: the sums over the repetitions.
     result["verify"] = {
         s: {k: sum(v[k] for v in checks) for k in checks[0]} | {"runs": len(checks)} for s, checks in verified.items()
     }

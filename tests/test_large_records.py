@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,6 +76,11 @@ def write_file(path: Path, rows: list[dict[str, Any]]) -> None:
     with open(path, "w") as fh:
         for r in rows:
             fh.write(json.dumps(r) + "\n")
+    # The file source takes files in modification-time order and equal times in any order (file times tick by the
+    # kernel's jiffy): each file is stamped 10 ms after the newest one before it, so the batches come in write order.
+    newest = max((p.stat().st_mtime_ns for p in path.parent.iterdir() if p != path), default=None)
+    if newest is not None:
+        os.utime(path, ns=(newest + 10_000_000, newest + 10_000_000))
 
 
 @pytest.mark.e2e

@@ -26,6 +26,25 @@ def _counts(kinesis: Any, stream: str) -> Counter[int]:
     return got
 
 
+def _probe_config(
+    kinesis: Any, tmp_path: Path, prefix: str, modes: tuple[str, ...], shards: int, queue_limit: int
+) -> dict[str, Any]:
+    """replay_probe.py's configuration: a fresh stream per mode, the input `write_input` put in tmp_path/in."""
+    streams = {mode: f"{prefix}-{mode}-{tmp_path.name[-6:]}" for mode in modes}
+    for s in streams.values():
+        kinesis.create_stream(s, shards)
+    opts = kinesis.writer_options()
+    opts.update(queue_limit=queue_limit, producer_idle_timeout_ms=600_000)
+    return {
+        "input": str(tmp_path / "in"),
+        "workdir": str(tmp_path),
+        "streams": streams,
+        "upstream": f"http://127.0.0.1:{kinesis.plain_port}",
+        "writer_options": opts,
+        "jars": session_jars(),
+    }
+
+
 @pytest.mark.e2e
 @pytest.mark.faults
 @pytest.mark.parametrize(
@@ -53,22 +72,9 @@ def test_replay_skips_what_kinesis_confirmed(kinesis: Any, tmp_path: Path, scena
             replacement[f"part-{f:03d}.json"] = part
         final = {i + 10**6 if i % 3 == 0 else i for i in ids}
     modes = ("off", "on", "foreach") if scenario in ("stop", "changed") else ("off", "on")
-    streams = {mode: f"rp-{mode}-{tmp_path.name[-6:]}" for mode in modes}
-    for s in streams.values():
-        kinesis.create_stream(s, 2)
-    opts = kinesis.writer_options()
-    opts.update(queue_limit=20, producer_idle_timeout_ms=600_000)
-    cfg = {
-        "input": str(tmp_path / "in"),
-        "workdir": str(tmp_path),
-        "streams": streams,
-        "upstream": f"http://127.0.0.1:{kinesis.plain_port}",
-        "writer_options": opts,
-        "jars": session_jars(),
-        "scenario": scenario,
-        "replacement": replacement,
-        "kill_after": N // 2,
-    }
+    cfg = _probe_config(kinesis, tmp_path, "rp", modes, shards=2, queue_limit=20)
+    streams = cfg["streams"]
+    cfg.update(scenario=scenario, replacement=replacement, kill_after=N // 2)
     result = run_probe("replay_probe.py", cfg, tmp_path, timeout_s=300)
     for stopped in result.all("STOPPED") if scenario == "stop" else []:
         assert stopped["commits"] == [], f"the stop came after the batch committed: {stopped}"
@@ -111,23 +117,9 @@ def test_restart_at_once_skips_what_the_stopped_tasks_had_in_flight(kinesis: Any
     0 duplicates and 0 missing on format("kinesis") and on foreach."""
     n = 6000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
-    streams = {mode: f"rr-{mode}-{tmp_path.name[-6:]}" for mode in ("on", "foreach")}
-    for s in streams.values():
-        kinesis.create_stream(s, 4)
-    opts = kinesis.writer_options()
-    opts.update(queue_limit=400, producer_idle_timeout_ms=600_000)
-    cfg = {
-        "input": str(tmp_path / "in"),
-        "workdir": str(tmp_path),
-        "streams": streams,
-        "upstream": f"http://127.0.0.1:{kinesis.plain_port}",
-        "writer_options": opts,
-        "jars": session_jars(),
-        "scenario": "restart" if where == "same-jvm" else "exit",
-        "stop_after": 1000,
-        "restarts": 2,
-        "latency_ms": 300,
-    }
+    cfg = _probe_config(kinesis, tmp_path, "rr", ("on", "foreach"), shards=4, queue_limit=400)
+    streams = cfg["streams"]
+    cfg.update(scenario="restart" if where == "same-jvm" else "exit", stop_after=1000, restarts=2, latency_ms=300)
     result = run_probe("replay_probe.py", cfg, tmp_path, timeout_s=300)
     stops = result.all("STOPPED")
     if where == "new-jvm":

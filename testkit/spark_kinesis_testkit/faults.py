@@ -14,8 +14,8 @@ request unchanged to the emulator's plain-HTTP port, and returns its answer, unl
   neither emulator knows: ``DescribeStreamSummary`` answers report it (``USER_PARTITION_KEY`` unless set; the
   ``UpdateStreamRecordDistributionStrategy`` call sets it too), and on an ``AUTO`` stream each written record is
   placed at random, whatever its keys, as Kinesis does. Aggregated records written to an ``AUTO`` stream are
-  counted (``stats()["aggregated_on_auto"]``): Kinesis takes them, but a KCL consumer keeps only the user records
-  whose hash key lies in the shard's range.
+  counted (``stats()["aggregated_on_auto"]``): Kinesis takes them, but a KCL consumer drops an aggregate whole when
+  one of its user records' hash keys lies outside the shard it was put in (``kcl.read_stream_kcl`` shows it).
 * ``deny`` - answer an operation with ``AccessDeniedException`` (a role without that permission).
 * ``hold_shard_maps`` - answer ``ListShards`` of a stream with what the emulator answered the same request before the
   hold, until ``release_shard_maps``: every producer's shard map then lags a reshard made meanwhile, so records routed

@@ -254,16 +254,25 @@ class AggregationSuite extends AnyFunSuite {
     a.close(null)
   }
 
-  test("an aggregate confirmed in a split's child that does not hold all of it: every record is sent again") {
+  /** A writer aggregating 40 records (keys k0..k39) on `shards` even shards, then closing (its commit waits) on the
+    * returned thread; aggregates linger a minute, so only the commit seals them.
+    */
+  private def fortyClosing(shards: Int): (FakePool, FakeProducer, FakeMetadata, Thread) = {
     val fakes = new FakePool
     val w = writerAgg(fakes, Map("kpl.RecordMaxBufferedTime" -> "60000"))
     w.open(0, 0)
     val p = fakes.last
     val meta = p.metadata.asInstanceOf[FakeMetadata]
-    val keys = (0 until 40).map(i => s"k$i")
-    keys.foreach(k => w.process(row(k, k)))
+    meta.current = FakeMetadata.even(shards)
+    (0 until 40).foreach(i => w.process(row(s"k$i", s"k$i")))
     val closer = new Thread(() => w.close(null))
     closer.start()
+    (fakes, p, meta, closer)
+  }
+
+  test("an aggregate confirmed in a split's child that does not hold all of it: every record is sent again") {
+    val (fakes, p, meta, closer) = fortyClosing(2)
+    val keys = (0 until 40).map(i => s"k$i")
     eventually(p.sent.size == 2) // one aggregate per shard
     // The stream split into four: each two-shard aggregate lands in the quarter of its first record's key (its
     // explicit hash key), which holds only some of its records. A KCL consumer drops such an aggregate whole.
@@ -289,13 +298,7 @@ class AggregationSuite extends AnyFunSuite {
   }
 
   test("an aggregate in a shard the map read again does not know yet (it lags the reshard): its records go alone") {
-    val fakes = new FakePool
-    val w = writerAgg(fakes, Map("kpl.RecordMaxBufferedTime" -> "60000"))
-    w.open(0, 0)
-    val p = fakes.last
-    (0 until 40).foreach(i => w.process(row(s"k$i", s"k$i")))
-    val closer = new Thread(() => w.close(null))
-    closer.start()
+    val (fakes, p, _, closer) = fortyClosing(2)
     eventually(p.sent.size == 2) // one aggregate per shard
     // Kinesis answers from the children of a split; ListShards still names the two parents.
     p.succeedAll(r => "shardId-4-" + FakeMetadata.even(4).shards.indexOf(HashKey.of(r.partitionKey, r.explicitHashKey)))
@@ -310,15 +313,7 @@ class AggregationSuite extends AnyFunSuite {
   }
 
   test("an aggregate confirmed in a merge's child, which holds all of it, is delivered: nothing is sent again") {
-    val fakes = new FakePool
-    val w = writerAgg(fakes, Map("kpl.RecordMaxBufferedTime" -> "60000"))
-    w.open(0, 0)
-    val p = fakes.last
-    val meta = p.metadata.asInstanceOf[FakeMetadata]
-    meta.current = FakeMetadata.even(4)
-    (0 until 40).foreach(i => w.process(row(s"k$i", s"k$i")))
-    val closer = new Thread(() => w.close(null))
-    closer.start()
+    val (fakes, p, meta, closer) = fortyClosing(4)
     eventually(p.sent.size == 4) // one aggregate per shard of four
     meta.current = FakeMetadata.even(2) // merged in pairs: each child holds two parents' ranges
     p.succeedAllIn(meta.current)
