@@ -6,6 +6,7 @@ import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.unsafe.types.UTF8String
+import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.github.sparkkinesis.compat.CollectionConverters._
@@ -14,10 +15,17 @@ import io.github.sparkkinesis.replay.{ForeachReplay, QueryConf, ReplayPlan}
 /** Skip on replay through the task core, with fake producers: what a task records when Kinesis confirms (alone or
   * inside the writer's aggregates), what an abort keeps, and what a replay skips.
   */
-class ReplayTaskSuite extends AnyFunSuite {
+class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
   import TestWriters._
 
-  private val dir = Files.createTempDirectory("replay-task").toUri.toString
+  private val root = Files.createTempDirectory("replay-task")
+  private val dir = root.toUri.toString
+
+  override def afterAll(): Unit = {
+    val walk = Files.walk(root)
+    try walk.sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.delete(p))
+    finally walk.close()
+  }
   private def plan(batch: Long, replay: Boolean, query: String) =
     ReplayPlan(
       dir,
