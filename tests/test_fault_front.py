@@ -285,3 +285,33 @@ def test_large_record_burst() -> None:
     assert not b.take(6.9, limits, 100) and b.take(7.1, limits, 100), "7 s repay the 7 MiB of debt"
     assert b.take(7.1, limits, 4 * mib), "the burst refilled meanwhile"
     assert not _Bucket(1000, mib, 0.0).take(0.0, limits, 2 * mib), "no burst: a 2 MiB record never fits"
+
+
+def test_held_shard_maps_answer_from_before_a_reshard(front: FaultFront, client: Any, km: KinesisMock) -> None:
+    """A held stream's ListShards is the answer from before the hold (a split made meanwhile is not in it) until it is
+    released; writes meanwhile are counted. Its own stream: the split must not change the module's shared one."""
+    stream = f"held-{uuid.uuid4().hex[:6]}"
+    km.create_stream(stream, 2)
+
+    def open_ids() -> list[str]:
+        shards = client.list_shards(StreamName=stream, ShardFilter={"Type": "AT_LATEST"})["Shards"]
+        return sorted(s["ShardId"] for s in shards)
+
+    before = open_ids()
+    front.hold_shard_maps(stream)
+    direct = km.client()
+    first = direct.list_shards(StreamName=stream)["Shards"][0]
+    low, high = (int(first["HashKeyRange"][k]) for k in ("StartingHashKey", "EndingHashKey"))
+    direct.split_shard(StreamName=stream, ShardToSplit=first["ShardId"], NewStartingHashKey=str((low + high) // 2))
+    deadline = time.monotonic() + 30
+    while direct.describe_stream_summary(StreamName=stream)["StreamDescriptionSummary"]["StreamStatus"] != "ACTIVE":
+        assert time.monotonic() < deadline, "not ACTIVE after the split"
+        time.sleep(0.05)
+    assert len(direct.list_shards(StreamName=stream, ShardFilter={"Type": "AT_LATEST"})["Shards"]) == 3
+    assert open_ids() == before, "a held map shows the split"
+    client.put_records(StreamName=stream, Records=_records(3))
+    front.release_shard_maps(stream)
+    after = open_ids()
+    assert len(after) == 3 and after != before
+    stats = front.stats()
+    assert stats["held_listings"] == 1 and stats["held_records"] == 3, stats
