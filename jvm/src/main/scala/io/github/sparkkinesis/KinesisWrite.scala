@@ -110,17 +110,16 @@ private[sparkkinesis] final class KinesisDataWriter(
     retried: Boolean = false,
     writers: Int = 0
 ) extends DataWriter[InternalRow] {
-  private val task = new KinesisTaskWriter(
-    prepared.options,
-    pool,
-    prepared.accumulators,
-    partitionId,
-    epochId,
-    prepared.replay
-      .map(p => new TaskReplay(p, partitionId.toLong, epochId, taskId, retried, prepared.options.flushTimeoutMs))
-      .orNull,
-    writers
-  )
+  private val task = {
+    val replay =
+      prepared.replay.map(p =>
+        new TaskReplay(p, partitionId.toLong, epochId, taskId, retried, prepared.options.flushTimeoutMs)
+      )
+    // A task writer that cannot start (no daemon, no credentials) ends its replay part too: nothing of it stays open.
+    try
+      new KinesisTaskWriter(prepared.options, pool, prepared.accumulators, partitionId, epochId, replay.orNull, writers)
+    catch { case e: Throwable => replay.foreach(_.abort()); throw e }
+  }
   private val converter = prepared.converter
 
   override def write(row: InternalRow): Unit = task.write(converter.convertInternal(row, partitionId.toLong))

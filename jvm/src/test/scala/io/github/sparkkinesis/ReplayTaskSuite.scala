@@ -287,6 +287,22 @@ class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
   }
 
+  test("a task writer that cannot start leaves no attempt open: a restart does not wait for it") {
+    val noDaemon = new ProducerPool(_ => throw new IllegalStateException("no daemon"), () => 0L, _ => () => ())
+    val opts = options(perRecord)
+    val p = plan(6, replay = true, "r2")
+    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, Some(p))
+    assert(
+      intercept[IllegalStateException](new KinesisDataWriter(prepared, noDaemon, 0, 6, 0L)).getMessage == "no daemon"
+    )
+    val barrier = new java.util.concurrent.CountDownLatch(1)
+    io.github.sparkkinesis.replay.LedgerFlusher.submit(() => barrier.countDown()) // the abort's write ran before it
+    assert(barrier.await(10, java.util.concurrent.TimeUnit.SECONDS))
+    // Settled: a restart's wait returns at once (an open attempt would hold it for the whole bound, then say false).
+    val clock = io.github.sparkkinesis.aggregation.Clock.system
+    assert(io.github.sparkkinesis.replay.ReplayCache.awaitEarlier("r2", 6, "a later run", 200, clock))
+  }
+
   test("the wait for earlier attempts: only other plans' attempts, at most its bound, on its clock") {
     import io.github.sparkkinesis.replay.ReplayCache
     val clock = new FakeClock

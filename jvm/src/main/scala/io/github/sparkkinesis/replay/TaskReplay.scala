@@ -20,12 +20,12 @@ import io.github.sparkkinesis.aggregation.{Clock, Pending}
   *     partition skips at most what that partition had confirmed, so the partitions together skip at most what Kinesis
   *     holds: never a loss, whatever the replay's partitioning (docs/reliability.md, "Skip on replay").
   *
-  * @param attempt
-  *   Spark's task attempt id (unique within a run); a random nonce makes the file names unique across runs too. Before
-  *   it reads what earlier attempts confirmed, it waits (at most `settleMs`) until no attempt of an earlier plan of the
-  *   batch in this JVM may still write confirmations ([[ReplayCache.awaitEarlier]]): a query stopped mid-batch and
-  *   started again at once finds what its stopped tasks had in flight confirmed, not only what they wrote before.
+  * Before it reads what earlier attempts confirmed, it waits (at most `settleMs`) until no attempt of an earlier plan
+  * of the batch in this JVM may still write confirmations ([[ReplayCache.awaitEarlier]]): a query stopped mid-batch and
+  * started again at once finds what its stopped tasks had in flight confirmed, not only what they wrote before.
   *
+  * @param attempt
+  *   Spark's task attempt id (unique within a run); a random nonce makes the file names unique across runs too.
   * @param retry
   *   not the partition's first attempt in this plan ([[TaskReplay.retried]]).
   * @param settleMs
@@ -44,8 +44,6 @@ private[sparkkinesis] final class TaskReplay(
   private val current = epochId == plan.batchId // a stale plan never skips
   if (current && (plan.perPartition || plan.replay))
     ReplayCache.awaitEarlier(plan.queryId, epochId, plan.planId, settleMs, clock)
-  // This attempt's confirmations may arrive until it committed, or aborted and its last record in flight completed.
-  private val attemptToken = ReplayCache.opened(plan.queryId, epochId, plan.planId)
   private val ledger = new FingerprintLedger(
     store,
     store.batchDir(plan.queryId, epochId),
@@ -71,6 +69,9 @@ private[sparkkinesis] final class TaskReplay(
       store.read(plan.queryId, epochId, _.startsWith(chain)).map(ConfirmedSet.of(_).claims()).orNull
     }
   private val flushing = LedgerFlusher.register(ledger, plan.flushIntervalMs)
+  // Last, once nothing above can fail: this attempt's confirmations may arrive until it committed, or aborted and its
+  // last record in flight completed; a later run's replay in this JVM waits for it.
+  private val attemptToken = ReplayCache.opened(plan.queryId, epochId, plan.planId)
   private var taken = false
   private val take: Fingerprint.Sink = (h1: Long, h2: Long) =>
     taken = (claims != null && claims.take(h1, h2)) || (own != null && own.take(h1, h2))
