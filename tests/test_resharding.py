@@ -28,7 +28,6 @@ from spark_kinesis_testkit.sts import MotoSts
 #: A split of one shard, a merge of two, UpdateShardCount to 8 and back to 4, in this order, on a 4-shard stream.
 EVENTS = ("split", "merge", "up", "down")
 PER_STEP = 1200  # ids written per step: enough aggregates per shard that a split child gets ones it does not hold
-HELD = 8  # Kinesis records written by the old map before it is released (at least a PutRecords of every shard's)
 
 
 @pytest.fixture
@@ -103,15 +102,22 @@ def test_reshards_racing_every_map_lose_nothing_to_a_kcl_consumer(
     try:
         wait_for(lambda: rows_in() >= PER_STEP, 120, "the first step written (the producers have read the map)")
         for step, event in enumerate(EVENTS, 1):
-            before = front.stats()["held_records"]
+            before = front.stats()
             front.hold_shard_maps(stream)
             reshard(client, stream, event)
             write_step(source, step)
-            # The step's first PutRecords (the commit seals every buffer at once) goes out by the map from before.
-            under_old = lambda b=before: front.stats()["held_records"] - b >= HELD  # noqa: E731
+
+            # The step's first PutRecords (the commit seals every buffer at once) goes out by the map from before. The
+            # writer reads the map again for each aggregate that landed elsewhere: that read is answered from before too
+            # (records then go alone). The KPL's own re-reads are its business: only its writes are waited for.
+            def under_old(b: dict[str, int] = before) -> bool:
+                now = front.stats()
+                reread = aggregation == "kpl" or now["held_listings"] > b["held_listings"]
+                return now["held_records"] > b["held_records"] and reread
+
             wait_for(under_old, 120, f"step {step} under the old map")
             front.release_shard_maps(stream)
-            held[event] = front.stats()["held_records"] - before
+            held[event] = front.stats()["held_records"] - before["held_records"]
             written = lambda s=step: rows_in() >= (s + 1) * PER_STEP  # noqa: E731
             wait_for(written, 180, f"step {step} ({event}) written")
         q.processAllAvailable()
