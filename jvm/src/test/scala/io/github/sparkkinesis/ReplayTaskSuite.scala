@@ -131,6 +131,26 @@ class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
     abortAndWait(stale, fakes3)
   }
 
+  test("records of an aggregate a split's child got are re-sent and recorded once, when their own copy is confirmed") {
+    val fakes = new FakePool
+    val agg = perRecord ++ Map("aggregation" -> "writer", "kpl.RecordMaxBufferedTime" -> "60000")
+    val p = plan(11, replay = false, "q5")
+    val first = dataWriter(fakes, p, 0, agg)
+    val rows = (0 until 40).map(i => s"r$i")
+    rows.foreach(d => first.write(irow(s"k$d", d)))
+    val t = commitAsync(first)
+    eventually(fakes.last.sent.size == 2) // one aggregate per shard of two, sealed by the commit
+    val meta = fakes.last.metadata.asInstanceOf[FakeMetadata]
+    meta.current = FakeMetadata.even(4) // split: each aggregate lands in a child holding only some of it
+    fakes.last.succeedAllIn(meta.current)
+    eventually(fakes.last.outstandingRecords > 0 && fakes.last.sent.size > 2) // all 40 sent again, by the new map
+    assert(p.store.read("q5", 11).isEmpty, "nothing recorded for the misplaced aggregates")
+    eventually { fakes.last.succeedAllIn(meta.current); t.getState == Thread.State.TERMINATED }
+    // Each record once: the copy a KCL consumer keeps is the re-sent one, and only its confirmation is recorded.
+    val recorded = p.store.read("q5", 11).get.grouped(2).map(x => (x(0), x(1))).toSeq
+    assert(recorded.size == 40 && recorded.toSet == rows.map(d => fingerprintOf(d, s"k$d")).toSet)
+  }
+
   test("a retried task skips what its partition's earlier attempts confirmed under the same plan, nothing else") {
     val first = plan(2, replay = false, "q3")
     val fakes = new FakePool
@@ -318,11 +338,11 @@ class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(ReplayCache.awaitEarlier("w1", 3, "plan-b", 60000, clock))
   }
 
-  private def fingerprintOf(data: String): (Long, Long) = {
+  private def fingerprintOf(data: String, key: String = "k"): (Long, Long) = {
     var out = (0L, 0L)
     io.github.sparkkinesis.replay.Fingerprint.of(
       "s",
-      "k",
+      key,
       null,
       java.nio.ByteBuffer.wrap(data.getBytes(UTF_8)),
       (a: Long, b: Long) => out = (a, b)
