@@ -29,11 +29,12 @@ def spark_class_archive() -> Path | None:
     venv, Spark and JDK, by one session run under ``-XX:ArchiveClassesAtExit``, then kept in .cache/cds): every JVM
     with Spark's class path maps those classes instead of loading them again. None if it cannot be made."""
     import hashlib
-    import shutil
     import subprocess
     import sys
 
-    java = shutil.which("java", path=(os.environ["JAVA_HOME"] + "/bin") if os.environ.get("JAVA_HOME") else None)
+    from spark_kinesis_testkit.emulator import java_executable
+
+    java = java_executable()
     if java is None:
         return None
     spark_jars = Path(pyspark.__file__).parent / "jars"

@@ -11,6 +11,7 @@ end to end (its ``Scheduler``, leases in moto's DynamoDB, parents before childre
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,8 +65,6 @@ def reshard(client: Any, stream: str, event: str) -> None:
 
 def write_step(directory: Path, step: int) -> None:
     """Step ``step``'s ids as one input file (a micro-batch of its own), each id its own partition key."""
-    import json
-
     ids = range(step * PER_STEP, (step + 1) * PER_STEP)
     part = directory / f"part-{step:03d}.json"
     tmp = directory / f".part-{step:03d}.tmp"

@@ -37,6 +37,7 @@ __all__ = [
     "find_kinesis_mock",
     "free_port",
     "hash_key",
+    "java_executable",
     "loopback_session_builder",
     "producer_snapshot",
     "read_stream",
@@ -46,6 +47,13 @@ __all__ = [
 FAKE_ACCESS_KEY_ID = "AKIAEMULATOR00000000"
 FAKE_SECRET_ACCESS_KEY = "emulator-secret-not-a-real-key"
 REGION = "us-east-1"
+
+
+def java_executable() -> str | None:
+    """The ``java`` the tests' JVMs run: ``$JAVA_HOME/bin/java`` when JAVA_HOME is set, else the one on PATH; None if
+    there is none."""
+    home = os.environ.get("JAVA_HOME")
+    return shutil.which("java", path=f"{home}/bin" if home else None)
 
 
 def free_port() -> int:

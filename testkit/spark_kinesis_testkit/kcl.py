@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from .emulator import UserRecord, _iter_shard, stop_process
+from .emulator import UserRecord, _iter_shard, java_executable, stop_process
 
 __all__ = ["KclDeaggregator", "kcl_classpath", "read_stream_kcl"]
-
-_MAX_HASH_KEY = 2**128 - 1
 
 
 def kcl_classpath() -> str:
@@ -35,8 +32,7 @@ def kcl_classpath() -> str:
 
 
 def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    java = shutil.which("java", path=f"{home}/bin" if home else None)
+    java = java_executable()
     if java is None:
         raise RuntimeError("java is not on PATH (or JAVA_HOME): the KCL runs on the JVM")
     return java
