@@ -22,13 +22,14 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/de
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test test-localstack sbt-test unit pytest pytest35 demo soak jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
+.PHONY: test test-localstack sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
 	@echo "make test-localstack - the e2e tests marked localstack on LocalStack through Testcontainers (a Docker engine, started here if need be)"
 	@echo "make demo   - the same query without a bound and with queue_limit behind shard quotas (~2 min): live lines, a plot, every record checked"
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
+	@echo "make chaos  - 20 minutes of every fault at once on a seeded schedule while two queries write (CHAOS_MINUTES, CHAOS_SEED, CHAOS_SCHEDULE): every id accounted for"
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
 	@echo "make bench  - benchmarks (~80 min): vs boto3, vs a bare KPL loop, KPL settings one at a time, backpressure, scale, JMH, real-time latency -> docs/benchmarks.md"
 	@echo "make bench-scale - the scale part alone (~20 min): shards x record sizes x executors -> bench/results/scale.json"
@@ -150,6 +151,11 @@ demo: venv emulator jar $(VENV)/.demo-stamp
 # Not part of `make test`: SOAK_MINUTES (default 10) at the queue limit behind enforced shard limits.
 soak: venv emulator jar
 	$(PY) tools/soak.py
+
+# Not part of `make test`: tools/chaos.py (knobs in its docstring); report in bench/results/chaos.json, plot in
+# docs/img/chaos.png, run logs in .cache/chaos. CI runs CHAOS_MINUTES=3 as a smoke.
+chaos: venv emulator jar kcl platform-jars $(VENV)/.demo-stamp
+	$(PY) tools/chaos.py
 
 # Not part of `make test`: bench/run.py (knobs in its docstring); results in bench/results/, plots in docs/img/.
 KINESALITE := bench/backend/node_modules/kinesalite/package.json

@@ -286,6 +286,9 @@ def loopback_session_builder(
     # Python workers run this interpreter, with its packages (pyspark 4 runs UDFs over Arrow when the driver has
     # pyarrow). pyspark reads the variable when the session's context starts.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # local-cluster's workers and executors bind where SPARK_LOCAL_IP says, else to the host's first non-loopback
+    # address (the driver's settings above do not reach them).
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
