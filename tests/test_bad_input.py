@@ -275,29 +275,29 @@ CASES = [
         columns={"data": "string", "partitionKey": "string", "streamName": "string"},
         row={"streamName": " "},
     ),
-    # -- environment (bounded by RecordTtl) --------------------------------------------------------------
+    # -- environment: the driver asks Kinesis when the query starts (tests/test_first_failures.py has the rest) --------
     c(
         "endpoint-refuses",
         "env",
-        StreamingQueryException,
-        "at https://127.0.0.1:",
-        "Expired",
+        ValueError,
+        "Kinesis did not answer at https://127.0.0.1:",
+        "ConnectException",
         kwargs={"endpoint": "refused"},
     ),
     c(
         "endpoint-not-tls",
         "env",
-        StreamingQueryException,
-        "at https://127.0.0.1:",
-        "Expired",
+        ValueError,
+        "Kinesis did not answer at https://127.0.0.1:",
+        "SSL",
         kwargs={"endpoint": "plain"},
     ),
     c(
         "stream-missing",
         "env",
-        StreamingQueryException,
-        "stream no-such-stream",
-        "Expired",
+        ValueError,
+        "ResourceNotFoundException",
+        "Kinesis has no stream no-such-stream",
         kwargs={"stream_name": "no-such-stream"},
     ),
 ]
@@ -419,8 +419,8 @@ def test_row_values(case: Case, spark: Any, kinesis: Any, stream: str, tmp_path:
 @pytest.mark.e2e
 @pytest.mark.parametrize("case", _cases("env"), ids=lambda x: x.id)
 def test_environment_failures_are_bounded(case: Case, spark: Any, kinesis: Any, stream: str, tmp_path: Any) -> None:
-    # RecordTtl bounds how long the KPL retries; the query must then fail naming stream and endpoint.
-    opts = kinesis.writer_options(RecordTtl=2000, RequestTimeout=1000, ConnectTimeout=500)
+    # The driver's check names endpoint or stream when the query starts, not after RecordTtl (60 s) of retries.
+    opts = kinesis.writer_options(RecordTtl=60000)
     kwargs = {"stream_name": stream, **opts, **case.kwargs}
     if kwargs["endpoint"] == "refused":
         kwargs["endpoint"] = f"https://127.0.0.1:{free_port()}"

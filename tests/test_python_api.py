@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from spark_kinesis import KinesisWriter, _facts, configure
+from spark_kinesis_testkit.emulator import free_port
 
 SECRETS = {
     "aws_access_key_id": "AKIAPYTESTSECRET0001",
@@ -136,7 +137,16 @@ def test_jvm_writer_plan_string_has_no_secrets(spark, kinesis):
 
     df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
     df = df.select(F.col("value").cast("string").alias("data"), F.lit("k").alias("partitionKey"))
-    w = KinesisWriter(stream_name="s", region="us-east-1", role_arn="arn:aws:iam::1:role/r", **SECRETS)
+    # Loopback only: the driver's stream check resolves the role at an STS that refuses (and then checks nothing).
+    closed = f"https://127.0.0.1:{free_port()}"
+    w = KinesisWriter(
+        stream_name="s",
+        region="us-east-1",
+        endpoint=closed,
+        sts_endpoint=closed,
+        role_arn="arn:aws:iam::1:role/r",
+        **SECRETS,
+    )
     jwriter = w._to_java(spark, df._jdf.schema())
     text = str(jwriter.toString()) + str(jwriter.options().toString())
     assert "KinesisWriter(s" in text

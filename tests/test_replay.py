@@ -137,16 +137,18 @@ def test_restart_at_once_skips_what_the_stopped_tasks_had_in_flight(kinesis: Any
 
 @pytest.mark.e2e
 @pytest.mark.bad_input
-def test_refused_where_no_replay_can_be_skipped_safely(spark: Any, tmp_path: Path) -> None:
+def test_refused_where_no_replay_can_be_skipped_safely(spark: Any, kinesis: Any, stream: str, tmp_path: Path) -> None:
     """Batch writes and a location without a scheme, refused on the driver before any task, and continuous processing
     on foreach, refused by its first task (only a task sees the trigger): each message naming the fix. foreach builds
     with the option."""
     from spark_kinesis import KinesisWriter
 
-    opts = {"stream_name": "never-written", "region": "us-east-1", "dedupe_location": (tmp_path / "fp").as_uri()}
+    # A stream that exists (the driver asks Kinesis about it when the query starts), never written.
+    kwargs = {"stream_name": stream, **kinesis.writer_options(), "dedupe_location": (tmp_path / "fp").as_uri()}
+    opts = KinesisWriter(**kwargs).options()
     rate = spark.readStream.format("rate").load().selectExpr("cast(value as string) as data", "'k' as partitionKey")
     continuous = (
-        rate.writeStream.foreach(KinesisWriter(**opts))
+        rate.writeStream.foreach(KinesisWriter(**kwargs))
         .trigger(continuous="100 milliseconds")
         .option("checkpointLocation", str(tmp_path / "cont"))
         .start()

@@ -53,6 +53,8 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
     with ReportsSinkMetrics {
   // Parsed when the query starts (start() or save()): an option mistake fails there, before any task.
   private val parsed = KinesisWriterOptions.parse(options)
+  // Once per query, when its first write is planned (after the schema's checks): KinesisWriter.checkBeforeStart.
+  private lazy val checked: Unit = KinesisWriter.checkBeforeStart(parsed)
   // One set per query: the streaming engine builds a new Write for every micro-batch.
   private lazy val accumulators: Option[WriterAccumulators] = WriterAccumulators.register(parsed.label)
 
@@ -77,6 +79,7 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
     override def build(): Write = {
       val prepared = KinesisWriter.prepare(parsed, info.schema(), accumulators)
       val replay = KinesisWrite.replayPlan(prepared, info.queryId())
+      checked
       val columns = KinesisWrite.contentColumns(prepared, info.schema())
       new KinesisWrite(prepared.copy(replay = replay), truncated, columns)
     }

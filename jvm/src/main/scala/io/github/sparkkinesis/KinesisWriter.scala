@@ -22,6 +22,7 @@ object KinesisWriter {
     */
   def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
     val p = prepare(options.asScala.toMap, schema)
+    checkBeforeStart(p.options)
     new KinesisForeachWriter(p.options, p.converter, p.accumulators, foreachReplay(p.options), WriterCount.of())
   }
 
@@ -33,6 +34,18 @@ object KinesisWriter {
       .getOrElse(new Configuration())
     val name = KinesisWriterOptions.DedupeLocation.name
     ForeachReplay(name, d.location, d.flushIntervalMs, DedupeOptions.keyed(options), QueryConf(hadoop))
+  }
+
+  /** What the driver can see of a write's first failures, checked when the query starts (after its options and schema):
+    * the stream itself ([[StreamCheck]]) and, in local mode (the KPL daemon then runs on this host), whether the daemon
+    * can run here ([[DaemonCheck.environment]]). Mistakes are `IllegalArgumentException`s naming the fix.
+    */
+  private[sparkkinesis] def checkBeforeStart(options: KinesisWriterOptions): Unit = {
+    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
+    if (session.exists(_.sparkContext.master.startsWith("local")))
+      try DaemonCheck.environment(options.producer)
+      catch { case e: KinesisWriteException => throw new IllegalArgumentException(e.getMessage, e) }
+    StreamCheck.run(options)
   }
 
   /** What every entry point checks and builds on the driver: options, the row layout, the driver-side totals. */

@@ -16,6 +16,11 @@ private[sparkkinesis] trait ProducerClient {
   /** The KPL daemon's own statistics, by our metric names (a blocking call: never on the hot path). */
   def daemonMetrics(): Map[String, Double] = Map.empty
 
+  /** (stream, error code) of the permanent errors ([[PermanentErrors]]) the daemon met in its last seconds (a blocking
+    * call: never on the hot path).
+    */
+  def permanentErrors(): Seq[(String, String)] = Nil
+
   /** Reads stream layouts with this producer's endpoint, region and credentials (for aggregation in the writer). */
   def streamMetadata(): StreamMetadata
 }
@@ -31,6 +36,20 @@ private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) exte
   def flush(): Unit = kpl.flush()
   def destroy(): Unit = kpl.destroy()
   def streamMetadata(): StreamMetadata = new SdkStreamMetadata(config, credentials)
+
+  override def permanentErrors(): Seq[(String, String)] =
+    kpl
+      .getMetrics("ErrorsByCode", 2)
+      .asScala
+      .toSeq
+      .flatMap { m =>
+        val d = m.getDimensions.asScala
+        for {
+          code <- d.get("ErrorCode") if m.getSum > 0 && PermanentErrors.isPermanent(code)
+          stream <- d.get("StreamName")
+        } yield stream -> code
+      }
+      .distinct
 
   override def daemonMetrics(): Map[String, Double] = {
     val all = kpl.getMetrics(60).asScala.toSeq
@@ -51,15 +70,19 @@ private[sparkkinesis] object KplProducerClient {
 
   /** A KPL producer with `config`'s daemon settings, started: returns once its first credentials are resolved (also the
     * metrics credentials: the KPL falls back to them). The writer's client and the benchmarks' bare KPL loop both start
-    * theirs here, so both run identical settings.
+    * theirs here, so both run identical settings. A daemon that cannot run fails here within seconds, saying why
+    * ([[DaemonCheck]]), not after the connect timeout.
     */
   def start(config: ProducerConfig, credentials: ReportingCredentials): KinesisProducer = {
+    DaemonCheck.environment(config)
     val c =
       KplSettings.applyTo(new io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration(), config.daemonSettings)
     c.setCredentialsProvider(credentials)
     val producer = new KinesisProducer(c)
-    try credentials.awaitFirst(CredentialsTimeoutMs)
-    catch { case e: Throwable => producer.destroy(); throw e }
+    try {
+      DaemonCheck.executableOf(producer).foreach(DaemonCheck.probe(_))
+      credentials.awaitFirst(CredentialsTimeoutMs)
+    } catch { case e: Throwable => producer.destroy(); throw e }
     producer
   }
 

@@ -59,6 +59,28 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
   /** The daemon died under us: stop handing this producer out; close it when its last user leaves. */
   def markBroken(): Unit = broken = true
 
+  private val permanent = new java.util.concurrent.ConcurrentHashMap[String, KinesisWriteException]()
+
+  /** The first permanent error Kinesis answered this producer's writes to `stream` with (any stream: `None`, a writer
+    * routing by a `streamName` column), or null: its tasks fail with it at once instead of after `kpl.RecordTtl`.
+    */
+  def permanentError(stream: Option[String]): KinesisWriteException =
+    if (permanent.isEmpty) null
+    else stream.fold(permanent.values.iterator.next())(permanent.get)
+
+  /** Kinesis answered writes to `stream` with `code`, which no retry fixes: fail the producer's tasks; retire it. */
+  def failPermanently(stream: String, code: String): Unit = if (!permanent.containsKey(stream)) {
+    val e = new KinesisWriteException(
+      s"Kinesis refused writes with ${PermanentErrors.describe(code, PermanentErrors.where(stream, config))} The KPL " +
+        "retries such an error until kpl.RecordTtl; the writer fails the task at once instead.",
+      null
+    )
+    if (permanent.putIfAbsent(stream, e) == null) {
+      ProducerPool.log.warn(e.getMessage) // once per producer and stream; each task fails with it
+      markBroken()
+    }
+  }
+
   override def toString: String = s"SharedProducer#$id($config)"
 }
 
@@ -122,6 +144,13 @@ private[sparkkinesis] final class ProducerPool(
   }
 
   /** Polls each live producer's daemon statistics (blocking calls; run by the reaper thread). */
+  /** Asks each producer with records in flight for the permanent errors its daemon met ([[PermanentErrors]]). */
+  def watchPermanentErrors(): Unit = live.foreach { p =>
+    if (p.outstanding > 0)
+      try p.client.permanentErrors().foreach { case (stream, code) => p.failPermanently(stream, code) }
+      catch { case scala.util.control.NonFatal(e) => log.debug(s"Reading the daemon's errors of #${p.id} failed", e) }
+  }
+
   def sampleDaemonMetrics(): Unit = live.foreach { p =>
     try p.metrics.updateDaemonMetrics(p.client.daemonMetrics())
     catch { case scala.util.control.NonFatal(e) => log.debug(s"Sampling KPL metrics of producer #${p.id} failed", e) }
@@ -215,7 +244,10 @@ private[sparkkinesis] object ProducerPool {
 
   val DaemonMetricsEverySeconds = 10L
 
-  private val log = LoggerFactory.getLogger(classOf[ProducerPool])
+  /** How often the daemons' errors are read: a permanent one fails the tasks within about this, plus a task's step. */
+  val PermanentErrorsEveryMs = 500L
+
+  private[sparkkinesis] val log = LoggerFactory.getLogger(classOf[ProducerPool])
 
   /** The executor JVM's pool: real KPL daemons (each fed by its own sender thread: [[SenderClient]]), Spark metrics
     * sources, a reaper and a shutdown hook.
@@ -237,6 +269,12 @@ private[sparkkinesis] object ProducerPool {
       TimeUnit.SECONDS
     )
     reaper.scheduleWithFixedDelay(() => pool.sampleDaemonMetrics(), 5, DaemonMetricsEverySeconds, TimeUnit.SECONDS)
+    reaper.scheduleWithFixedDelay(
+      () => pool.watchPermanentErrors(),
+      PermanentErrorsEveryMs,
+      PermanentErrorsEveryMs,
+      TimeUnit.MILLISECONDS
+    )
     // Through Hadoop's hook manager, ahead of its file systems' own hook: the last fingerprint writes need them open.
     org.apache.hadoop.util.ShutdownHookManager
       .get()

@@ -73,6 +73,7 @@ private[sparkkinesis] final class SenderClient(underlying: ProducerClient) exten
   }
 
   override def daemonMetrics(): Map[String, Double] = underlying.daemonMetrics()
+  override def permanentErrors(): Seq[(String, String)] = underlying.permanentErrors()
   def streamMetadata(): StreamMetadata = underlying.streamMetadata()
 
   private def failQueued(): Unit = {

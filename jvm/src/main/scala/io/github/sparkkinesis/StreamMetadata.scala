@@ -26,13 +26,17 @@ import io.github.sparkkinesis.aggregation.{ShardMap, ShardRange, StreamLayout, S
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** `ListShards` (paged) and `DescribeStreamSummary` through the AWS SDK's Kinesis client, with the writer's endpoint,
-  * region, credentials (the same provider instance the KPL uses) and TLS and proxy settings.
+  * region, credentials (the same provider instance the KPL uses) and TLS and proxy settings; `callTimeout` bounds each
+  * call, its retries included (the driver's [[StreamCheck]]).
   */
-private[sparkkinesis] final class SdkStreamMetadata(config: ProducerConfig, credentials: AwsCredentialsProvider)
-    extends StreamMetadata {
+private[sparkkinesis] final class SdkStreamMetadata(
+    config: ProducerConfig,
+    credentials: AwsCredentialsProvider,
+    callTimeout: Option[Duration] = None
+) extends StreamMetadata {
   import SdkStreamMetadata._
 
-  private val client: KinesisClient = {
+  private[sparkkinesis] val client: KinesisClient = {
     val c = config.kpc // the settings the daemon gets, with the KPL's defaults
     val http = Apache5HttpClient.builder()
     if (c.getProxyHost.nonEmpty)
@@ -54,9 +58,11 @@ private[sparkkinesis] final class SdkStreamMetadata(config: ProducerConfig, cred
             .build()
         )
       )
-      .overrideConfiguration(
-        ClientOverrideConfiguration.builder().apiCallAttemptTimeout(Duration.ofMillis(c.getRequestTimeout)).build()
-      )
+      .overrideConfiguration {
+        val o = ClientOverrideConfiguration.builder().apiCallAttemptTimeout(Duration.ofMillis(c.getRequestTimeout))
+        callTimeout.foreach(o.apiCallTimeout)
+        o.build()
+      }
     if (c.getRegion.nonEmpty) b.region(Region.of(c.getRegion))
     if (c.getKinesisEndpoint.nonEmpty)
       b.endpointOverride(URI.create(s"https://${c.getKinesisEndpoint}:${c.getKinesisPort}"))

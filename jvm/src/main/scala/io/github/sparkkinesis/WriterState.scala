@@ -112,6 +112,8 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   def check(): Unit = {
     val e = firstError.get
     if (e != null) throw new KinesisWriteException(e.getMessage, e)
+    val permanent = producer.permanentError(options.streamName)
+    if (permanent != null) throw new KinesisWriteException(permanent.getMessage, permanent)
   }
 
   /** Waits until every record this task put has completed; fails with the count still pending. */

@@ -50,6 +50,10 @@ class FakeProducer extends ProducerClient {
   }
   def flush(): Unit = flushes += 1
 
+  /** What the daemon's error metrics say: (stream, code) of permanent errors met lately. */
+  @volatile var errors: Seq[(String, String)] = Nil
+  override def permanentErrors(): Seq[(String, String)] = errors
+
   /** Runs inside `destroy`, before it is marked: a test makes destroying block or fail. */
   @volatile var onDestroy: () => Unit = () => ()
   def destroy(): Unit = { onDestroy(); destroyed = true }

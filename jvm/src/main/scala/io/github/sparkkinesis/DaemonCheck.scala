@@ -1,0 +1,206 @@
+package io.github.sparkkinesis
+
+import java.io.IOException
+import java.nio.charset.StandardCharsets
+import java.nio.file.{Files, Path, Paths}
+import java.util.concurrent.TimeUnit
+
+import scala.util.control.NonFatal
+
+import org.slf4j.LoggerFactory
+
+/** Why the KPL daemon cannot run here, in words that name the cause and the fix, within seconds instead of after the
+  * KPL's connect timeout (its own log holds the cause; the task would only see the timeout):
+  *   - before the KPL starts ([[environment]], also on the driver in local mode, where the daemon runs): a platform the
+  *     bundle carries no daemon for; a temp directory that is missing, not writable, full, or on a `noexec` mount;
+  *     `kpl.NativeExecutable` missing or without its run bit;
+  *   - once the KPL has extracted its daemon ([[probe]]): the daemon itself run with no arguments, which prints its
+  *     usage when it runs at all; the dynamic loader's own words when it cannot (a shared library missing, a glibc too
+  *     old, no glibc at all).
+  */
+private[sparkkinesis] object DaemonCheck {
+  private val log = LoggerFactory.getLogger(getClass)
+
+  /** Where the bundle keeps each platform's daemon (project/KplResources.scala renames the KPL's folder). */
+  val ResourceRoot = "spark-kinesis-kpl-native-binaries"
+
+  /** The platforms the bundle carries a daemon for, by the KPL's folder names. */
+  def carried: Seq[String] = Seq("linux-x86_64", "linux-aarch64", "osx", "windows").filter { p =>
+    val name = if (p == "windows") "kinesis_producer.exe" else "kinesis_producer"
+    getClass.getClassLoader.getResource(s"$ResourceRoot/$p/$name") != null
+  }
+
+  /** The KPL's folder for this JVM's platform (its rule: `linux-<arch>` with amd64 as x86_64, `osx`, `windows`). */
+  def platform(osName: String, osArch: String): String = {
+    val os = osName.toLowerCase(java.util.Locale.ROOT)
+    if (os.startsWith("windows")) "windows"
+    else if (os.startsWith("linux")) s"linux-${if (osArch == "amd64") "x86_64" else osArch}"
+    else if (os.startsWith("mac")) "osx"
+    else s"$osName-$osArch"
+  }
+
+  /** What can be checked before the KPL runs anything; throws a [[KinesisWriteException]] naming cause and fix. */
+  def environment(config: ProducerConfig): Unit = {
+    val kpc = config.kpc
+    val native = kpc.getNativeExecutable.trim
+    if (native.nonEmpty) executable(Paths.get(native))
+    else {
+      val here = platform(System.getProperty("os.name"), System.getProperty("os.arch"))
+      val have = carried
+      if (!have.contains(here))
+        throw fail(
+          s"This JVM runs on ${System.getProperty("os.name")} ${System.getProperty("os.arch")} ($here), for which " +
+            s"spark-kinesis carries no KPL daemon (it carries ${have.mkString(", ")}). Run the executors on one of " +
+            "those, or build the KPL's daemon for this platform and set kpl.NativeExecutable to it"
+        )
+      val set = kpc.getTempDirectory.trim
+      tempDirectory(
+        Paths.get(if (set.nonEmpty) set else System.getProperty("java.io.tmpdir")),
+        if (set.nonEmpty) "kpl.TempDirectory" else "java.io.tmpdir (kpl.TempDirectory unset)",
+        daemonBytes(here)
+      )
+    }
+  }
+
+  private def daemonBytes(platform: String): Long =
+    try {
+      val url = getClass.getClassLoader.getResource(s"$ResourceRoot/$platform/kinesis_producer")
+      if (url == null) 0L else url.openConnection().getContentLengthLong.max(0L)
+    } catch { case NonFatal(_) => 0L }
+
+  private val TempFix =
+    "Set kpl.TempDirectory to a writable directory on a file system that allows running programs, on every " +
+      "executor (the KPL writes its daemon there and runs it)"
+
+  private[sparkkinesis] def tempDirectory(dir: Path, named: String, needBytes: Long): Unit = {
+    if (!Files.isDirectory(dir))
+      throw fail(
+        s"The KPL's temp directory $dir ($named) ${if (Files.exists(dir)) "is not a directory" else "does not exist"}. $TempFix"
+      )
+    if (!Files.isWritable(dir))
+      throw fail(s"The KPL's temp directory $dir ($named) is not writable by this JVM's user. $TempFix")
+    val free =
+      try dir.toFile.getUsableSpace
+      catch { case NonFatal(_) => Long.MaxValue }
+    if (needBytes > 0 && free < needBytes + 16L * 1024 * 1024)
+      throw fail(
+        s"The KPL's temp directory $dir ($named) has ${free / (1024 * 1024)} MiB free; the KPL's daemon needs " +
+          s"${needBytes / (1024 * 1024) + 16} MiB there. Free space there, or ${TempFix.head.toLower}${TempFix.tail}"
+      )
+    noexecMount(dir).foreach { mount =>
+      throw fail(
+        s"The KPL's temp directory $dir ($named) is on a file system mounted noexec ($mount): the KPL cannot run its " +
+          s"daemon from there. $TempFix, or remount $mount without noexec"
+      )
+    }
+  }
+
+  private[sparkkinesis] def executable(file: Path): Unit = {
+    val named = s"kpl.NativeExecutable $file"
+    if (!Files.exists(file)) throw fail(s"$named does not exist on this host. Point it at the KPL daemon's executable")
+    if (!Files.isRegularFile(file)) throw fail(s"$named is not a file. Point it at the KPL daemon's executable")
+    noexecMount(file.getParent).foreach { mount =>
+      throw fail(s"$named is on a file system mounted noexec ($mount): it cannot run from there. Move it elsewhere")
+    }
+    if (!Files.isExecutable(file))
+      throw fail(s"$named is not executable (it has no run permission): chmod +x it")
+  }
+
+  /** The mount point holding `dir` if it is mounted noexec (Linux's /proc/self/mountinfo; None elsewhere). */
+  private[sparkkinesis] def noexecMount(dir: Path): Option[String] =
+    try {
+      val mountinfo = Paths.get("/proc/self/mountinfo")
+      if (dir == null || !Files.isReadable(mountinfo)) None
+      else {
+        val real = dir.toRealPath().toString
+        val mounts =
+          new String(Files.readAllBytes(mountinfo), StandardCharsets.UTF_8).split('\n').toSeq.flatMap { line =>
+            val f = line.split(' ')
+            // ID parent major:minor root mount-point options [optional…] - type source super-options
+            if (f.length > 5) Some(f(4).replace("\\040", " ") -> f(5).split(',').toSet) else None
+          }
+        val holding = mounts.filter { case (point, _) =>
+          real == point || real.startsWith(if (point.endsWith("/")) point else point + "/")
+        }
+        // The last mounted over the longest prefix is the one in effect.
+        holding.zipWithIndex.sortBy { case ((point, _), i) => (point.length, i) }.lastOption.collect {
+          case ((point, options), _) if options.contains("noexec") => point
+        }
+      }
+    } catch { case NonFatal(_) => None }
+
+  /** The path of the daemon `producer` runs (the KPL's own answer: where it extracted it, or NativeExecutable). */
+  def executableOf(producer: AnyRef): Option[Path] =
+    try {
+      val f = producer.getClass.getDeclaredField("pathToExecutable")
+      f.setAccessible(true)
+      Option(f.get(producer)).map(p => Paths.get(p.toString))
+    } catch {
+      case NonFatal(e) =>
+        log.debug(s"The KPL's daemon path is not readable here ($e): its start is not probed")
+        None
+    }
+
+  /** Runs `exe` with no arguments: the daemon prints its usage and exits; anything else says why it cannot run. */
+  def probe(exe: Path, timeoutMs: Long = 10000L): Unit = {
+    val out = Files.createTempFile("spark-kinesis-daemon-probe", ".log")
+    try {
+      val process =
+        try new ProcessBuilder(exe.toString).redirectErrorStream(true).redirectOutput(out.toFile).start()
+        catch { case e: IOException => throw fail(cannotStart(exe, e)) }
+      if (!process.waitFor(timeoutMs, TimeUnit.MILLISECONDS)) {
+        process.destroyForcibly()
+        return // it runs (it waits for something): the KPL's own start tells the rest
+      }
+      val text = new String(Files.readAllBytes(out), StandardCharsets.UTF_8).take(4000)
+      explainExit(exe, process.exitValue(), text).foreach(m => throw fail(m))
+    } finally Files.deleteIfExists(out)
+  }
+
+  private val MissingLibrary = """error while loading shared libraries: ([^:\s]+)""".r.unanchored
+  private val OldGlibc = """version `(GLIBC_[0-9.]+)' not found""".r.unanchored
+
+  /** None when the daemon ran (its usage shows); else the cause and fix. */
+  private[sparkkinesis] def explainExit(exe: Path, code: Int, output: String): Option[String] = output match {
+    case _ if output.contains("Usage:") => None
+    case MissingLibrary(lib) =>
+      val pkg = if (lib.startsWith("libuuid")) " (Debian/Ubuntu: libuuid1; RHEL/Amazon Linux: libuuid)" else ""
+      Some(
+        s"The KPL daemon $exe cannot start: it needs the shared library $lib, which this host does not have. " +
+          s"Install it on every executor$pkg"
+      )
+    case OldGlibc(version) =>
+      Some(
+        s"The KPL daemon $exe cannot start: it needs $version or newer, which this host's C library does not " +
+          "provide. Run the executors on a newer Linux (glibc), or build the daemon there and set kpl.NativeExecutable"
+      )
+    case _ =>
+      Some(
+        s"The KPL daemon $exe exited with code $code as it started" +
+          s"${if (output.trim.nonEmpty) s" (${output.trim.linesIterator.take(3).mkString(" / ").take(500)})" else ""}" +
+          ". Check that it is the KPL's daemon for this platform (kpl.NativeExecutable)"
+      )
+  }
+
+  private def cannotStart(exe: Path, e: IOException): String = {
+    val msg = String.valueOf(e.getMessage)
+    if (msg.contains("error=13")) {
+      noexecMount(exe.getParent) match {
+        case Some(mount) =>
+          s"The KPL cannot run its daemon $exe: it is on a file system mounted noexec ($mount). $TempFix, or remount " +
+            s"$mount without noexec"
+        case None if !Files.isExecutable(exe) => s"The KPL daemon $exe has no run permission: chmod +x it"
+        case None                             => s"The KPL cannot run its daemon $exe: permission denied ($msg)"
+      }
+    } else if (msg.contains("error=2") && Files.exists(exe))
+      s"The KPL daemon $exe cannot start: its program loader is missing. The daemon is built for Linux with glibc; " +
+        "this host's C library is another (musl, as on Alpine): run the executors on a glibc image, or install " +
+        "glibc's compatibility layer"
+    else if (msg.contains("error=8"))
+      s"The KPL daemon $exe is not a program for this platform (${System.getProperty("os.name")} " +
+        s"${System.getProperty("os.arch")}): $msg"
+    else s"The KPL cannot start its daemon $exe: $msg"
+  }
+
+  private def fail(message: String) = new KinesisWriteException(s"$message.", null)
+}
