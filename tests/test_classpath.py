@@ -24,7 +24,7 @@ import pytest
 from helpers import LOG_LINE, OURS, ROOT, account, rows_for, session_jars, write_input
 from probe import run_probe
 from spark_kinesis_testkit.emulator import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, REGION, read_stream
-from spark_kinesis_testkit.sts import MotoSts
+from spark_kinesis_testkit.sts import S3A_JARS, MotoSts
 
 pytestmark = pytest.mark.e2e
 
@@ -214,31 +214,15 @@ def test_s3_input_and_checkpoint_through_s3a_beside_its_sdk(kinesis: Any, tmp_pa
     """The README's shape on an EMR-like class path: JSON read from S3 and the checkpoint kept on S3 through S3A
     (moto's S3 on loopback), hadoop-aws and the SDK bundle it pins on the JVM's class path. The platform's SDK serves
     S3A while ours serves the writer, in one JVM."""
-    import boto3
-
     with MotoSts() as moto:
-        s3 = boto3.client(
-            "s3",
-            endpoint_url=moto.endpoint,
-            region_name=REGION,
-            aws_access_key_id=FAKE_ACCESS_KEY_ID,
-            aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
-        )
+        s3 = moto.s3()
         s3.create_bucket(Bucket="cp-bucket")
         for prefix, ids in (("input", STREAMED), ("batch-input", BATCHED)):
             write_input(tmp_path / "upload" / prefix, rows_for(ids), files=2)
             for f in sorted((tmp_path / "upload" / prefix).iterdir()):
                 s3.upload_file(str(f), "cp-bucket", f"{prefix}/{f.name}")
-        settings = {
-            "fs.s3a.endpoint": moto.endpoint,
-            "fs.s3a.endpoint.region": REGION,
-            "fs.s3a.path.style.access": "true",
-            "fs.s3a.connection.ssl.enabled": "false",
-            "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-            "fs.s3a.access.key": FAKE_ACCESS_KEY_ID,
-            "fs.s3a.secret.key": FAKE_SECRET_ACCESS_KEY,
-        }
-        platform = [_jar(j) for j in ("hadoop-aws-3.5.0.jar", "analyticsaccelerator-s3-1.3.1.jar", "bundle-2.35.4.jar")]
+        settings = moto.s3a_settings()
+        platform = [_jar(j) for j in S3A_JARS]
         said, _ = _round_trip(
             kinesis,
             tmp_path,

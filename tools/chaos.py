@@ -43,13 +43,9 @@ from typing import Any, Callable
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")  # before any JVM starts
 ROOT = Path(__file__).resolve().parents[1]
 
-import boto3
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import (
-    FAKE_ACCESS_KEY_ID,
-    FAKE_SECRET_ACCESS_KEY,
-    REGION,
     KinesisMock,
     UserRecord,
     java_executable,
@@ -60,7 +56,7 @@ from spark_kinesis_testkit.emulator import (
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import KclDeaggregator, read_stream_kcl
 from spark_kinesis_testkit.procs import find, kill, kpl_daemons, rss_bytes
-from spark_kinesis_testkit.sts import MotoSts
+from spark_kinesis_testkit.sts import S3A_JARS, MotoSts
 
 MINUTES = float(os.environ.get("CHAOS_MINUTES", "20"))
 SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1, 10**6))
@@ -187,7 +183,16 @@ class Query:
         with self.lock:
             self.q.stop()
             self.restarts += 1
+            self._start_or_keep_failure()
+
+    def _start_or_keep_failure(self) -> None:
+        """Starts the query again; a start that fails (the driver's stream check during an outage longer than its
+        bound) is kept as a failure, and the next poll tries again."""
+        try:
             self.start()
+        except Exception as e:
+            self.failures.append({"t": self.clock.now(), "error": f"start: {e}"[:2000]})
+            log(f"query {self.tag} did not start again (next poll retries): {str(e).splitlines()[0][:300]}")
 
     def poll(self) -> None:
         """Reads new progress; a query that ended by itself failed: its error is kept and it starts again."""
@@ -203,7 +208,7 @@ class Query:
                 self.failures.append({"t": self.clock.now(), "error": text[:2000]})
                 log(f"query {self.tag} failed, starting it again from its checkpoint: {text.splitlines()[0][:300]}")
                 self.restarts += 1
-                self.start()
+                self._start_or_keep_failure()
 
     def committed_batches(self) -> list[int]:
         commits = self.checkpoint / "commits"
@@ -285,21 +290,16 @@ class Injector:
         if f.kind in ("reset", "outage"):
             front.outage(f.duration, mode="reset" if f.kind == "reset" else "refuse")
             return lambda: front.end_outage()
-        if f.kind == "daemon-kill":
-            daemons = sorted(kpl_daemons(self.root_pid))
-            if not daemons:
-                raise RuntimeError("no KPL daemon running")
-            victim = daemons[int(f.params["pick"] * len(daemons))]
+        if f.kind in ("daemon-kill", "executor-kill"):
+            what = "daemon" if f.kind == "daemon-kill" else "executor"
+            pids = sorted(
+                kpl_daemons(self.root_pid) if what == "daemon" else find(self.root_pid, "CoarseGrainedExecutorBackend")
+            )
+            if not pids:
+                raise RuntimeError(f"no {what} running")
+            victim = pids[int(f.params["pick"] * len(pids))]
             kill([victim])
-            f.outcome = f"killed daemon pid {victim} of {len(daemons)}"
-            return None
-        if f.kind == "executor-kill":
-            executors = sorted(find(self.root_pid, "CoarseGrainedExecutorBackend"))
-            if not executors:
-                raise RuntimeError("no executor running")
-            victim = executors[int(f.params["pick"] * len(executors))]
-            kill([victim])
-            f.outcome = f"killed executor pid {victim} of {len(executors)}"
+            f.outcome = f"killed {what} pid {victim} of {len(pids)}"
             return None
         if f.kind == "query-restart":
             q = self.queries[int(f.params["pick"] * len(self.queries))]
@@ -510,10 +510,7 @@ def commit() -> str:
 
 def platform_jars() -> list[str]:
     """hadoop-aws and what it needs, as `make platform-jars` fetched them (the class path an EMR cluster has)."""
-    jars = [
-        ROOT / ".cache" / "platform-jars" / j
-        for j in ("hadoop-aws-3.5.0.jar", "analyticsaccelerator-s3-1.3.1.jar", "bundle-2.35.4.jar")
-    ]
+    jars = [ROOT / ".cache" / "platform-jars" / j for j in S3A_JARS]
     absent = [str(j) for j in jars if not j.exists()]
     if absent:
         raise SystemExit(f"chaos: {absent} missing: run `make platform-jars`")
@@ -599,29 +596,13 @@ def main() -> int:
         KclDeaggregator() as kcl,
     ):
         enforce(front, QUOTA)
-        s3 = boto3.client(
-            "s3",
-            endpoint_url=moto.endpoint,
-            region_name=REGION,
-            aws_access_key_id=FAKE_ACCESS_KEY_ID,
-            aws_secret_access_key=FAKE_SECRET_ACCESS_KEY,
-        )
-        s3.create_bucket(Bucket="chaos")
+        moto.s3().create_bucket(Bucket="chaos")
         jars = ":".join(platform_jars())
         builder = loopback_session_builder(
             f"local-cluster[{EXECUTORS},1,1024]", "spark-kinesis-chaos", None, str(metrics_dir)
         )
         builder = builder.config("spark.driver.extraClassPath", jars).config("spark.executor.extraClassPath", jars)
-        s3a = {
-            "fs.s3a.endpoint": moto.endpoint,
-            "fs.s3a.endpoint.region": REGION,
-            "fs.s3a.path.style.access": "true",
-            "fs.s3a.connection.ssl.enabled": "false",
-            "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-            "fs.s3a.access.key": FAKE_ACCESS_KEY_ID,
-            "fs.s3a.secret.key": FAKE_SECRET_ACCESS_KEY,
-        }
-        for k, v in s3a.items():
+        for k, v in moto.s3a_settings().items():
             builder = builder.config(f"spark.hadoop.{k}", v)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("WARN")

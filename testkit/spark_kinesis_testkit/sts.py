@@ -16,7 +16,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from spark_kinesis_testkit.emulator import REGION, free_port, stop_process, wait_http_ready
+from spark_kinesis_testkit.emulator import (
+    FAKE_ACCESS_KEY_ID,
+    FAKE_SECRET_ACCESS_KEY,
+    REGION,
+    free_port,
+    stop_process,
+    wait_http_ready,
+)
+
+#: What S3A needs on a Spark 4 class path beside Hadoop 3.5.0 (as `make platform-jars` fetches them into
+#: .cache/platform-jars): hadoop-aws, its analytics accelerator, and the AWS SDK bundle it pins.
+S3A_JARS = ("hadoop-aws-3.5.0.jar", "analyticsaccelerator-s3-1.3.1.jar", "bundle-2.35.4.jar")
 
 
 class MotoSts:
@@ -63,15 +74,34 @@ class MotoSts:
         self.stop()
 
     def client(self, key_id: str = "AKIASTSCLIENT0000000", secret: str = "sts-client-secret") -> Any:
+        return self._boto("sts", key_id, secret)
+
+    def s3(self) -> Any:
+        """A boto3 S3 client of this server (moto serves S3 too), with the emulator's fake keys."""
+        return self._boto("s3", FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY)
+
+    def _boto(self, service: str, key_id: str, secret: str) -> Any:
         import boto3
 
         return boto3.client(
-            "sts",
+            service,
             endpoint_url=self.endpoint,
             region_name=REGION,
             aws_access_key_id=key_id,
             aws_secret_access_key=secret,
         )
+
+    def s3a_settings(self) -> dict[str, str]:
+        """Hadoop settings that point S3A (``s3a://``) at this server's S3, path-style, plain HTTP, the fake keys."""
+        return {
+            "fs.s3a.endpoint": self.endpoint,
+            "fs.s3a.endpoint.region": REGION,
+            "fs.s3a.path.style.access": "true",
+            "fs.s3a.connection.ssl.enabled": "false",
+            "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            "fs.s3a.access.key": FAKE_ACCESS_KEY_ID,
+            "fs.s3a.secret.key": FAKE_SECRET_ACCESS_KEY,
+        }
 
     def caller_arn(self, key_id: str) -> str:
         """Who STS says ``key_id`` belongs to (a role's: ``arn:aws:sts::<account>:assumed-role/<role>/<session>``)."""
