@@ -269,12 +269,15 @@ private[sparkkinesis] object ProducerPool {
       TimeUnit.SECONDS
     )
     reaper.scheduleWithFixedDelay(() => pool.sampleDaemonMetrics(), 5, DaemonMetricsEverySeconds, TimeUnit.SECONDS)
-    reaper.scheduleWithFixedDelay(
-      () => pool.watchPermanentErrors(),
-      PermanentErrorsEveryMs,
-      PermanentErrorsEveryMs,
-      TimeUnit.MILLISECONDS
-    )
+    // A thread of its own: a daemon slow to answer its metrics request holds up this watch only, not eviction.
+    Executors
+      .newSingleThreadScheduledExecutor(Threads.factory("spark-kinesis-error-watch"))
+      .scheduleWithFixedDelay(
+        () => pool.watchPermanentErrors(),
+        PermanentErrorsEveryMs,
+        PermanentErrorsEveryMs,
+        TimeUnit.MILLISECONDS
+      )
     // Through Hadoop's hook manager, ahead of its file systems' own hook: the last fingerprint writes need them open.
     org.apache.hadoop.util.ShutdownHookManager
       .get()
