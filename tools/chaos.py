@@ -135,10 +135,20 @@ def draw_schedule(seed: int, minutes: float) -> list[Fault]:
 
 
 def load_schedule(path: str) -> list[Fault]:
-    return [
-        Fault(**{k: v for k, v in f.items() if k in ("kind", "lane", "at", "duration", "params")})
-        for f in json.loads(Path(path).read_text())["faults"]
-    ]
+    """A schedule a run printed (its minimal schedule before a loss, or a whole run's ``faults``), moved so its first
+    fault comes right after the warm-up."""
+    keep = ("kind", "lane", "at", "duration", "params")
+    faults = [Fault(**{k: v for k, v in f.items() if k in keep}) for f in json.loads(Path(path).read_text())["faults"]]
+    shift = min((f.at for f in faults), default=WARMUP_S) - WARMUP_S
+    for f in faults:
+        f.at = round(f.at - shift, 1)
+    return sorted(faults, key=lambda f: f.at)
+
+
+def run_minutes(faults: list[Fault]) -> float:
+    """CHAOS_MINUTES, or longer when a loaded schedule needs it: its last fault, then SETTLE_S to drain."""
+    last = max((f.at + f.duration for f in faults), default=0.0)
+    return max(MINUTES, (last + SETTLE_S) / 60)
 
 
 class Clock:
@@ -582,8 +592,9 @@ def main() -> int:
     metrics_dir = WORK / "metrics"
     metrics_dir.mkdir()
     faults = load_schedule(SCHEDULE_FILE) if SCHEDULE_FILE else draw_schedule(SEED, MINUTES)
+    minutes = run_minutes(faults)
     log(
-        f"seed={SEED} minutes={MINUTES:g} faults={len(faults)}"
+        f"seed={SEED} minutes={minutes:g} faults={len(faults)}"
         + (f" schedule={SCHEDULE_FILE}" if SCHEDULE_FILE else "")
     )
     for f in faults:
@@ -632,7 +643,7 @@ def main() -> int:
         sampler = Sampler(spark, queries, metrics_dir, clock, root)
         injector = Injector(faults, front, km.client(), queries, clock, root)
         injector.start()
-        end = MINUTES * 60
+        end = minutes * 60
         while clock.now() < end:
             for q in queries:
                 q.poll()
@@ -732,7 +743,7 @@ def main() -> int:
     report = {
         "run": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
         "seed": SEED,
-        "minutes": MINUTES,
+        "minutes": minutes,
         "schedule_file": SCHEDULE_FILE,
         "commit": commit(),
         "machine": machine(),
@@ -797,11 +808,12 @@ def main() -> int:
             )
         )
         log(f"LOSS: first missing id {first} of {q.tag} (batch {first // ROWS_PER_BATCH}, t={when}); seed {SEED}")
-        log(f"  the faults in the minute before it ({len(minimal)}), to rerun: CHAOS_SCHEDULE={repro} make chaos")
+        log(f"  the faults in the minute before it ({len(minimal)}); to rerun them alone (moved to just after the")
+        log(f"  warm-up; the run lasts as long as they need): CHAOS_SCHEDULE={repro} CHAOS_MINUTES=1 make chaos")
         for f in minimal:
             log(f"  t={f.began} {f.kind} {f.duration} s {f.params} {f.outcome}")
     print(
-        f"chaos: seed={SEED} minutes={MINUTES:g} ids={sum(r['ids'] for r in results.values())} "
+        f"chaos: seed={SEED} minutes={minutes:g} ids={sum(r['ids'] for r in results.values())} "
         f"missing={missing_plain}/{missing_kcl} duplicates={dup_plain}/{dup_kcl} "
         f"bound={'/'.join(str(sum(r['duplicate_bound'][k] for r in results.values())) for k in ('plain', 'kcl'))} "
         f"pass={ok}"
