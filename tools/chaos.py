@@ -470,7 +470,27 @@ def growth(series: list[float]) -> float:
     return float(statistics.median(series[-fifth:]) - statistics.median(series[fifth : 2 * fifth]))
 
 
-def check(q: Query, records: list[UserRecord], expected: int) -> dict[str, Any]:
+#: The faults that can write a record twice (skip on replay cannot see what they lose, or a reshard re-sends).
+DUPLICATING = ("executor-kill", "daemon-kill", "query-restart", "split", "merge", "scale-up", "scale-down")
+
+
+def attribute(q: Query, ids: list[int], faults: list[Fault]) -> dict[str, int]:
+    """Each duplicated id to the last duplicating fault that began at most 60 s before its batch committed (a batch
+    runs at most that long here), else ``unexplained``."""
+    on = sorted(
+        (f.began, f.kind)
+        for f in faults
+        if f.kind in DUPLICATING and f.began is not None and "skipped" not in f.outcome
+    )
+    counts: Counter[str] = Counter()
+    for i in ids:
+        t = q.batch_time.get(i // ROWS_PER_BATCH)
+        cause = next((kind for began, kind in reversed(on) if t is not None and began <= t <= began + 60), None)
+        counts[cause or "unexplained"] += 1
+    return dict(counts.most_common())
+
+
+def check(q: Query, records: list[UserRecord], expected: int, faults: list[Fault]) -> dict[str, Any]:
     """Every id below ``expected`` read back with its exact data and partition key; the rest counted apart."""
     counts: Counter[int] = Counter()
     wrong = 0
@@ -485,6 +505,7 @@ def check(q: Query, records: list[UserRecord], expected: int) -> dict[str, Any]:
         "missing": len(missing),
         "first_missing": missing[:20],
         "duplicates": sum(c - 1 for i, c in counts.items() if i < expected and c > 1),
+        "duplicated_ids_by_fault": attribute(q, [i for i, c in counts.items() if i < expected and c > 1], faults),
         "beyond_committed": sum(c for i, c in counts.items() if i >= expected),
         "wrong_content": wrong,
     }
@@ -678,7 +699,7 @@ def main() -> int:
             log(f"reading {q.stream} back ({expected} ids committed)")
             plain_records = read_stream(client, q.stream)
             kcl_records = read_stream_kcl(client, q.stream, kcl)
-            plain, as_kcl = check(q, plain_records, expected), check(q, kcl_records, expected)
+            plain, as_kcl = check(q, plain_records, expected, faults), check(q, kcl_records, expected, faults)
             results[q.tag] = {
                 "entry": q.entry,
                 "stream": q.stream,
