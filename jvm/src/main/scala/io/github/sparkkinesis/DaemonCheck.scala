@@ -24,10 +24,13 @@ private[sparkkinesis] object DaemonCheck {
   /** Where the bundle keeps each platform's daemon (project/KplResources.scala renames the KPL's folder). */
   val ResourceRoot = "spark-kinesis-kpl-native-binaries"
 
-  /** The platforms the bundle carries a daemon for, by the KPL's folder names. */
+  /** The platforms the bundle carries a daemon for, by the KPL's folder names, as the KPL's own class loader (where it
+    * looks them up) sees them.
+    */
   def carried: Seq[String] = Seq("linux-x86_64", "linux-aarch64", "osx", "windows").filter { p =>
     val name = if (p == "windows") "kinesis_producer.exe" else "kinesis_producer"
-    getClass.getClassLoader.getResource(s"$ResourceRoot/$p/$name") != null
+    classOf[io.github.sparkkinesis.shaded.kpl.KinesisProducer].getClassLoader.getResource(s"$ResourceRoot/$p/$name") !=
+      null
   }
 
   /** The KPL's folder for this JVM's platform (its rule: `linux-<arch>` with amd64 as x86_64, `osx`, `windows`). */
@@ -47,7 +50,8 @@ private[sparkkinesis] object DaemonCheck {
     else {
       val here = platform(System.getProperty("os.name"), System.getProperty("os.arch"))
       val have = carried
-      if (!have.contains(here))
+      // None seen at all: a class loader that hides the bundle's resources from us; the KPL's own start will tell.
+      if (have.nonEmpty && !have.contains(here))
         throw fail(
           s"This JVM runs on ${System.getProperty("os.name")} ${System.getProperty("os.arch")} ($here), for which " +
             s"spark-kinesis carries no KPL daemon (it carries ${have.mkString(", ")}). Run the executors on one of " +
@@ -64,7 +68,8 @@ private[sparkkinesis] object DaemonCheck {
 
   private def daemonBytes(platform: String): Long =
     try {
-      val url = getClass.getClassLoader.getResource(s"$ResourceRoot/$platform/kinesis_producer")
+      val url = classOf[io.github.sparkkinesis.shaded.kpl.KinesisProducer].getClassLoader
+        .getResource(s"$ResourceRoot/$platform/kinesis_producer")
       if (url == null) 0L else url.openConnection().getContentLengthLong.max(0L)
     } catch { case NonFatal(_) => 0L }
 

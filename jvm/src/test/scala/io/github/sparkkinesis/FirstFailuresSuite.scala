@@ -43,6 +43,9 @@ class FirstFailuresSuite extends AnyFunSuite {
     assert(DaemonCheck.platform("Linux", "aarch64") == "linux-aarch64")
     assert(DaemonCheck.platform("Mac OS X", "aarch64") == "osx")
     assert(DaemonCheck.platform("FreeBSD", "amd64") == "FreeBSD-amd64")
+    // The bundle's folder name, as the KPL's class loader finds it: this platform's daemon is among those carried.
+    val here = DaemonCheck.platform(System.getProperty("os.name"), System.getProperty("os.arch"))
+    assert(DaemonCheck.carried.contains(here), DaemonCheck.carried)
   }
 
   test("a daemon that prints its usage runs; the loader's words name the library or the glibc") {
