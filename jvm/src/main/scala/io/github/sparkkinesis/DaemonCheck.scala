@@ -27,10 +27,13 @@ private[sparkkinesis] object DaemonCheck {
   /** The platforms the bundle carries a daemon for, by the KPL's folder names, as the KPL's own class loader (where it
     * looks them up) sees them.
     */
-  def carried: Seq[String] = Seq("linux-x86_64", "linux-aarch64", "osx", "windows").filter { p =>
-    val name = if (p == "windows") "kinesis_producer.exe" else "kinesis_producer"
-    classOf[io.github.sparkkinesis.shaded.kpl.KinesisProducer].getClassLoader.getResource(s"$ResourceRoot/$p/$name") !=
-      null
+  def carried: Seq[String] = Seq("linux-x86_64", "linux-aarch64", "osx", "windows").filter(daemon(_) != null)
+
+  /** `platform`'s daemon in the bundle, found as the KPL finds it (its own class loader), or null. */
+  private def daemon(platform: String): java.net.URL = {
+    val name = if (platform == "windows") "kinesis_producer.exe" else "kinesis_producer"
+    classOf[io.github.sparkkinesis.shaded.kpl.KinesisProducer].getClassLoader
+      .getResource(s"$ResourceRoot/$platform/$name")
   }
 
   /** The KPL's folder for this JVM's platform (its rule: `linux-<arch>` with amd64 as x86_64, `osx`, `windows`). */
@@ -68,8 +71,7 @@ private[sparkkinesis] object DaemonCheck {
 
   private def daemonBytes(platform: String): Long =
     try {
-      val url = classOf[io.github.sparkkinesis.shaded.kpl.KinesisProducer].getClassLoader
-        .getResource(s"$ResourceRoot/$platform/kinesis_producer")
+      val url = daemon(platform)
       if (url == null) 0L else url.openConnection().getContentLengthLong.max(0L)
     } catch { case NonFatal(_) => 0L }
 
