@@ -297,7 +297,10 @@ def load() -> dict[str, dict[str, Any]]:
 REALTIME_FIELDS = (
     "rt_added_p50_ms",
     "rt_added_p99_ms",
+    "rt_added_p50_ms_10k",
+    "rt_added_p99_ms_10k",
     "rt_p99_ratio_10k",
+    "rt_cpu_ratio_vs_kafka",
     "rt_p50_ratio_vs_kpl_agg",
     "rt_p99_ratio_vs_kpl_agg",
 )
@@ -666,14 +669,17 @@ def render_jmh(p: dict[str, Any]) -> str:
 RT_LABELS = {
     "kafka": "Spark's Kafka sink (anchor)",
     "kinesis": "`foreach(KinesisWriter)`, defaults",
-    "kinesis_rmbt20": "the same, `RecordMaxBufferedTime` 20",
     "kinesis_kpl": "the same, `aggregation='kpl'`",
 }
 
 
 def render_realtime(p: dict[str, Any]) -> str:
     sm, cfg = p["summary"], p["config"]
-    out = _head(p, f"{cfg['seconds']:.0f} s measured a run; p50 / p99 / max in ms, and the most records in flight.")
+    out = _head(
+        p,
+        f"{cfg['seconds']:.0f} s measured a run; p50 / p99 / max in ms, the most records in flight, and the CPU of the "
+        "Spark JVM and the KPL daemon per record (µs).",
+    )
     rates = list(dict.fromkeys(r["rate"] for r in p["runs"]))
     rows = []
     for v in dict.fromkeys(r["variant"] for r in p["runs"]):
@@ -685,13 +691,15 @@ def render_realtime(p: dict[str, Any]) -> str:
                 cells.append("–")
                 continue
             flight = f"; {r['max_in_flight']:,}" if r.get("max_in_flight") is not None else ""
-            cells.append(" / ".join(f"{r[k]:,.0f}" for k in ("p50_ms", "p99_ms", "max_ms")) + flight)
+            cpu = f"; {r['cpu_us_per_record']:,.0f} µs" if r.get("cpu_us_per_record") is not None else ""
+            cells.append(" / ".join(f"{r[k]:,.0f}" for k in ("p50_ms", "p99_ms", "max_ms")) + flight + cpu)
         rows.append([RT_LABELS.get(v, v), *cells])
     out += _table(["sink", *(f"{rate:,} records/s" for rate in rates)], rows)
     out += (
         f"\nAdded over the Kafka sink at {rates[0]:,}/s: p50 {_m(sm.get('rt_added_p50_ms'), 0)} ms, p99 "
-        f"{_m(sm.get('rt_added_p99_ms'), 0)} ms (`RecordMaxBufferedTime` 20: "
-        f"{_m(sm.get('rt_added_p50_ms_rmbt20'), 0)} / {_m(sm.get('rt_added_p99_ms_rmbt20'), 0)} ms). "
+        f"{_m(sm.get('rt_added_p99_ms'), 0)} ms; at {rates[-1]:,}/s: p50 {_m(sm.get('rt_added_p50_ms_10k'), 0)} ms, "
+        f"p99 {_m(sm.get('rt_added_p99_ms_10k'), 0)} ms. The writer's CPU per record at {rates[0]:,}/s over the Kafka "
+        f"sink's: {_m(sm.get('rt_cpu_ratio_vs_kafka'), 2, '×')}. "
         f"The writer's p99 at {rates[-1]:,}/s over its p99 at {rates[0]:,}/s: "
         f"{_m(sm.get('rt_p99_ratio_10k'), 2, '×')}; its p50 and p99 over `aggregation='kpl'`'s: "
         f"{_m(sm.get('rt_p50_ratio_vs_kpl_agg'), 2, '×')} and {_m(sm.get('rt_p99_ratio_vs_kpl_agg'), 2, '×')}.\n"

@@ -29,8 +29,10 @@ files), and a last machine-readable line with every field (n/a for a part this r
          record net of Spark) records_per_aggregate=… (the writer's user records per aggregate, 100 B)
          kpl_agg_cpu_s_per_million_net=… cpu_ratio_vs_kpl_agg=… (aggregation='kpl': its CPU net of Spark, and the
          writer's over it)
-         rt_added_p50_ms=… rt_added_p99_ms=… rt_p99_ratio_10k=… (Kafka -> real-time mode: foreach(KinesisWriter)'s
-         latency added over Spark's Kafka sink at 1,000 records/s, and its p99 at 10,000 over 1,000; bench/realtime.py)
+         rt_added_p50_ms=… rt_added_p99_ms=… rt_added_p50_ms_10k=… rt_added_p99_ms_10k=… rt_p99_ratio_10k=…
+         rt_cpu_ratio_vs_kafka=… (Kafka -> real-time mode: foreach(KinesisWriter)'s latency added over Spark's Kafka
+         sink at 1,000 and 10,000 records/s, its p99 at 10,000 over 1,000, and its CPU per record (JVM and daemon) over
+         the Kafka sink's at 1,000/s; bench/realtime.py)
          rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=… (the same latency over aggregation='kpl''s, 1,000/s)
          throttled_share_e4=… (scale, 4 executors behind quotas: Kinesis records throttled over user records written)
 
@@ -42,7 +44,8 @@ Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [
 BENCH_ROWS_10K [50000], BENCH_ROWS_1K [200000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
 BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [12], BENCH_SCALE_MULTI_SECONDS [30],
 BENCH_SCALE_FREE_ROWS [300000], BENCH_LARGE_SECONDS [180], BENCH_LARGE_ROWS_PER_S [40],
-BENCH_PARTS [throughput,tuning,backpressure,large,scale,jmh,realtime], BENCH_SKIP [none; overhead,limited];
+BENCH_PARTS [throughput,tuning,backpressure,large,scale,jmh,realtime], BENCH_SKIP [none; overhead,limited],
+BENCH_SIDES [writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop] (the throughput part's);
 bench/tuning.py's, bench/scale.py's and bench/realtime.py's own (BENCH_TUNE_*, BENCH_SCALE_*, BENCH_RT_*). A run with
 smaller sizes overwrites its parts' files too (their config says so): commit only the runs you mean to publish.
 """
@@ -89,6 +92,8 @@ ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
 ROWS_10K = int(os.environ.get("BENCH_ROWS_10K", "50000"))
 ROWS_1K = int(os.environ.get("BENCH_ROWS_1K", "200000"))  # 1 KiB: the two aggregations only
 BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
+# The throughput part's sides (a before/after comparison of one side needs it and noop only).
+SIDES = os.environ.get("BENCH_SIDES", "writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop").split(",")
 PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,large,scale,jmh,realtime,dedupe").split(",")
 # Skip on replay's cost: format("kinesis") with and without dedupe_location, per payload the rows of one run.
 DEDUPE_ROWS = {
@@ -318,17 +323,18 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
 
         # Warm-up: JIT, Python workers, the writer's pooled producers (each side once, not measured).
         for v in ("writer", "writer_kpl", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
-            run(v, 100, "warm", -1)
-        run("writer", 10240, "warm10k", -1)
-        run("writer_kpl", 10240, "warm10k", -1)
-        run("writer", 1024, "warm10k", -1)
-        run("writer_kpl", 1024, "warm10k", -1)
-        run("sink", 10240, "warm10k", -1)
+            if v in SIDES:
+                run(v, 100, "warm", -1)
+        warm = (("writer", 10240), ("writer_kpl", 10240), ("writer", 1024), ("writer_kpl", 1024), ("sink", 10240))
+        for v, payload in warm:
+            if v in SIDES:
+                run(v, payload, "warm10k", -1)
         # "sink" is the same writer through format("kinesis") (DataSource V2), beside foreach. "writer_b" is the
         # foreach writer again on its own stream and daemon: the A/A control, what two identical sides differ by.
         # "writer_kpl" is the foreach writer with aggregation='kpl' (the KPL daemon aggregates, record by record).
-        sides = ["writer", "writer_kpl", "sink", "writer_b", "boto3", "boto3_agg", "noop"]
-        sides_10k = ["writer", "writer_kpl", "sink", "boto3", "boto3_agg"]
+        every: list[str] = ["writer", "writer_kpl", "sink", "writer_b", "boto3", "boto3_agg", "noop"]
+        sides = [v for v in every if v in SIDES]
+        sides_10k: list[str] = [v for v in ("writer", "writer_kpl", "sink", "boto3", "boto3_agg") if v in SIDES]
         # The bare loop hands the KPL each record, as aggregation='kpl' does: its like-for-like side is writer_kpl.
         writer_100 = {**b.endpoint_options(), **WRITER, "aggregation": "kpl"}
         for rep in range(REPS):
@@ -340,7 +346,7 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
                 bare.append(bare_rep(b, classpath, writer_100, rep))
             for v in rotate(sides_10k, rep):
                 run(v, 10240, "10k", rep)
-            for v in rotate(["writer", "writer_kpl"], rep):
+            for v in rotate([v for v in ("writer", "writer_kpl") if v in SIDES], rep):
                 run(v, 1024, "1k", rep)
         # Where the CPU goes (not timed): a JFR recording of one more writer run and of one bare loop.
         profiles = {}

@@ -5,10 +5,11 @@ Run through tests/probe.py. Config: bootstrap, topic, partitions, stream, upstre
 n.
 
 The query reads the topic with ``trigger(realTime=BATCH)``: one batch that outlasts the probe, so no task commits while
-it runs. Ids 0..n-1 are produced while it runs and must all be in Kinesis before its first batch ends. Then the probe's
-fault front delays every Kinesis response (the writer blocks on queue_limit), ids n..2n-1 are produced, the query is
-stopped mid-batch, and a new query from the checkpoint replays the uncommitted batch: every id again (at-least-once).
-Says ARRIVED, BLOCKED, STOPPED, IDLE, EXCEPTION (the last query's, None if none), AFTER and DONE. Driver and executors
+it runs. Ids 0..n-1 are produced while it runs and must all be in Kinesis before its first batch ends. Then one lone
+record (id 2n) goes to the idle stream, timed to its confirmation. Then the probe's fault front delays every Kinesis
+response (the writer blocks on queue_limit), ids n..2n-1 are produced, the query is stopped mid-batch, and a new query
+from the checkpoint replays the uncommitted batch: every id again (at-least-once). Says ARRIVED, LONE, BLOCKED, STOPPED,
+IDLE, EXCEPTION (the last query's, None if none), AFTER and DONE. Driver and executors
 share this JVM (local mode): its log is the JVM log the runner keeps.
 """
 
@@ -127,6 +128,18 @@ def main() -> None:
                 "limit": limit,
             },
         )
+
+        # A lone record to an idle stream: confirmed one round trip after it reached the writer, not after
+        # RecordMaxBufferedTime (the test sets it far above any round trip here).
+        lone = 2 * n
+        poll("nothing in flight", lambda: (p := live_producer(spark, stream)) and p.in_flight_records == 0)
+        confirmed = live_producer(spark, stream).records_sent
+        t0 = time.monotonic()
+        produce(cfg["bootstrap"], cfg["topic"], records(range(lone, lone + 1)))
+        poll("the lone record confirmed", lambda: live_producer(spark, stream).records_sent > confirmed, step_s=0.01)
+        took = time.monotonic() - t0
+        poll("the lone record in Kinesis", lambda: lone in arrived(), step_s=0.5)
+        probe.say("LONE", {"seconds": round(took, 3)})
 
         # Blocked: Kinesis answers slowly, the limit is full, tasks wait for room; then stopped mid-batch.
         front.add_latency(LATENCY_MS)

@@ -42,6 +42,12 @@ class FakeProducer extends ProducerClient {
     layout.shards.shards(layout.shards.indexOf(HashKey.of(r.partitionKey, r.explicitHashKey))).id
   }
 
+  /** Completes the oldest outstanding record in the shard of `layout` that holds its hash key. */
+  def succeedOldestIn(layout: StreamLayout): Unit = Option(inFlight.poll()).foreach { case (r, f) =>
+    val shard = layout.shards.shards(layout.shards.indexOf(HashKey.of(r.partitionKey, r.explicitHashKey))).id
+    f.set(new UserRecordResult(List(new Attempt(0, 5, null, null, true)).asJava, "1", shard, true))
+  }
+
   /** Completes every outstanding record, each in the shard `shardOf` names. */
   def succeedAll(shardOf: KinesisRecord => String): Unit = while (!inFlight.isEmpty) {
     Option(inFlight.poll()).foreach { case (r, f) =>

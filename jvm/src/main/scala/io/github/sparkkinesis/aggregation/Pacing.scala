@@ -4,6 +4,13 @@ package io.github.sparkkinesis.aggregation
   * the daemon's own limiter starts with seconds of quota in hand, and what it lets past the quota is throttled and
   * re-sent every millisecond. Kinesis' answers move the producer's share of it ([[RateShare]]). Everything here runs
   * under the shard buffer's lock, so a shard's aggregates reach the producer in the order they were sealed.
+  *
+  * When a shard's buffer is sealed: by size or count, by a task's commit, by its linger, and as soon as the shard is
+  * idle ([[sendIfIdle]]): fewer than [[Pacing.IdleInFlight]] of its aggregates are in flight and none waits for its
+  * quota. That is Nagle's rule (TCP sends at once when nothing is unacknowledged) and Kafka's producer's (a batch goes
+  * when its broker's connection is free): a record at a trickle leaves at once, not after a linger, and while an
+  * aggregate is in flight the next ones gather, so under load aggregates fill by themselves. The linger stays the bound
+  * on any record's wait.
   */
 private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: AggregationMetrics, send: Outgoing => Unit) {
 
@@ -33,7 +40,29 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
 
   private def go(b: ShardBuffer, a: Aggregate): Unit = {
     a.pacedNanos = b.quota.lastTaken
+    b.inFlight += 1
     send(a)
+  }
+
+  /** Seals `b` and sends what it holds if the shard is idle: fewer than [[Pacing.IdleInFlight]] of its aggregates in
+    * flight, none waiting for its quota, and room in the quota for a full aggregate now. Without that room the buffer
+    * goes on gathering until there is (then it is asked again): a shard its quota holds back gets full aggregates, as
+    * before, not one part-full aggregate each time a little room comes back. Called under `b`'s lock after a record is
+    * added and after an answer.
+    */
+  def sendIfIdle(b: ShardBuffer): Unit =
+    if (b.inFlight < Pacing.IdleInFlight && b.waiting.isEmpty && !b.isEmpty && !b.awaitingRoom) {
+      val wait = b.quota.waitFor(b.maxQuotaBytes)
+      if (wait == 0L) dispatch(b, b.seal())
+      else {
+        b.awaitingRoom = true
+        scheduler.after(wait)(() => roomCame(b))
+      }
+    }
+
+  private def roomCame(b: ShardBuffer): Unit = b.synchronized {
+    b.awaitingRoom = false
+    sendIfIdle(b)
   }
 
   /** Seals `b` and sends (or queues) the aggregate, if `when` holds. */
@@ -48,10 +77,25 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     if (when(b)) { if (b.waiting.isEmpty) dispatch(b, b.seal()) else b.lingered = true }
   }
 
-  /** Kinesis accepted `a`: its shard's share of `RateLimit` may grow back ([[RateShare]]). */
+  /** Kinesis accepted `a`: its shard's share of `RateLimit` may grow back ([[RateShare]]); the records that gathered
+    * while it was in flight go.
+    */
   def accepted(a: Aggregate): Unit = {
     val b = a.buffer
-    b.synchronized(b.quota.accepted())
+    b.synchronized {
+      b.quota.accepted()
+      b.inFlight -= 1
+      sendIfIdle(b)
+    }
+  }
+
+  /** `a` failed for good (its records fail): the records that gathered while it was in flight go. */
+  def failed(a: Aggregate): Unit = {
+    val b = a.buffer
+    b.synchronized {
+      b.inFlight -= 1
+      sendIfIdle(b)
+    }
   }
 
   /** Kinesis throttled `a`: its shard's quota was not there, so `a` waits again, first in line, until the quota holds
@@ -60,10 +104,20 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
   def throttled(a: Aggregate): Unit = {
     val b = a.buffer
     b.synchronized {
+      b.inFlight -= 1
       if (b.quota.spent(a.pacedNanos)) metrics.shareLowered()
       val idle = b.waiting.isEmpty
       b.waiting.addFirst(a)
       if (idle) scheduler.after(0L)(() => paced(b))
     }
   }
+}
+
+private[sparkkinesis] object Pacing {
+
+  /** A shard with fewer of its aggregates in flight than this is idle: what its buffer holds goes at once. One, as in
+    * Nagle's rule: a record waits for at most one round trip before it is sent, and under load a request in flight per
+    * shard gathers the next aggregate (docs/configuration.md, "Low latency", has the figures).
+    */
+  val IdleInFlight = 1
 }

@@ -44,7 +44,12 @@ private[sparkkinesis] final class RetryPolicy(
     case (a: Aggregate, Right(_)) =>
       pacing.accepted(a)
       Pending.complete(a.entries, result)
-    case _ => Pending.complete(o.entries, result)
+    case _ =>
+      o match {
+        case a: Aggregate => pacing.failed(a)
+        case _: Alone     =>
+      }
+      Pending.complete(o.entries, result)
   }
 
   private def expired(o: Outgoing): Boolean =

@@ -37,6 +37,12 @@ private[sparkkinesis] final class ShardBuffer(
   /** Sealed aggregates waiting for the shard's quota, oldest first; a pace ticket is due while it is not empty. */
   private[aggregation] val waiting = new java.util.ArrayDeque[Aggregate]()
 
+  /** Aggregates handed to the producer and not answered yet: while there are, the buffer gathers ([[Pacing]]). */
+  private[aggregation] var inFlight = 0
+
+  /** The shard was idle but its quota had no room for what the buffer holds: a ticket is due when it will. */
+  private[aggregation] var awaitingRoom = false
+
   /** The linger ended while aggregates waited for the shard's quota: the buffer is sealed when they have gone, so a
     * shard held back by its quota gets fewer, fuller aggregates rather than a queue of small ones.
     */
@@ -89,6 +95,9 @@ private[sparkkinesis] final class ShardBuffer(
   }
 
   def isEmpty: Boolean = entries.isEmpty
+
+  /** The most an aggregate of this buffer costs its shard's quota. */
+  def maxQuotaBytes: Long = settings.aggregateMaxBytes
 
   /** Whether a record of `owner` waits here (a commit of its task seals the buffer). */
   def holds(owner: RecordOwner): Boolean = owners.exists(_ eq owner)

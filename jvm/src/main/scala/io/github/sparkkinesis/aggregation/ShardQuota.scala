@@ -42,6 +42,18 @@ private[sparkkinesis] final class ShardQuota(
     * nanoseconds until it can be (at least a millisecond).
     */
   def take(quotaBytes: Int): Long = {
+    val wait = waitFor(quotaBytes)
+    if (wait == 0L) {
+      bytes -= quotaBytes
+      records -= 1.0
+    }
+    wait
+  }
+
+  /** As [[take]], without taking: 0 when the bucket holds a Kinesis record of `quotaBytes` now, else the nanoseconds
+    * until it does (at least a millisecond).
+    */
+  def waitFor(quotaBytes: Long): Long = {
     if (share.current != seen) rescale()
     val now = clock.nanoTime()
     val elapsed = (now - stamp) / 1e9
@@ -49,11 +61,8 @@ private[sparkkinesis] final class ShardQuota(
     bytes = math.min(burstBytes, bytes + elapsed * byteRate)
     records = math.min(burstRecords, records + elapsed * recordRate)
     val need = math.min(quotaBytes.toDouble, burstBytes)
-    if (bytes >= need && records >= 1.0) {
-      bytes -= quotaBytes
-      records -= 1.0
-      0L
-    } else {
+    if (bytes >= need && records >= 1.0) 0L
+    else {
       val s = math.max((need - bytes) / byteRate, (1.0 - records) / recordRate)
       math.max(1000000L, (s * 1e9).toLong)
     }

@@ -10,7 +10,8 @@ import io.github.sparkkinesis.shaded.kpl.UserRecordResult
 /** Aggregation in the writer, before the KPL daemon (one per producer whose writers aggregate): per stream and open
   * shard, a buffer shared by every task of the JVM writing through that producer. Each record goes to the shard whose
   * hash-key range holds its explicit hash key or its partition key's MD5, from the stream's layout ([[StreamLayouts]]).
-  * A buffer is sealed into one KPL-format aggregate by `AggregationMaxSize`, `AggregationMaxCount`, a linger of
+  * A buffer is sealed into one KPL-format aggregate as soon as its shard is idle (nothing of it in flight or waiting
+  * for its quota: [[Pacing.sendIfIdle]]), else by `AggregationMaxSize`, `AggregationMaxCount`, a linger of
   * `RecordMaxBufferedTime` from its first record, or a commit of a task with records in it; the aggregate goes, within
   * its shard's quota ([[Pacing]]), to the producer as one record whose explicit hash key (its first record's) lies in
   * that shard, so the daemon predicts, collects and sends it as it would its own. The answer is checked by the
@@ -63,11 +64,13 @@ private[sparkkinesis] final class WriterAggregator(
     if (!buffer.fitsAlone(p)) return large.dispatch(buffer, new Alone(p))
     val done = new ArrayBuffer[Aggregate](1)
     buffer.synchronized {
-      if (buffer.add(p, done)) {
+      val opened = buffer.add(p, done)
+      done.foreach(pacing.dispatch(buffer, _))
+      pacing.sendIfIdle(buffer)
+      if (opened && !buffer.isEmpty) { // `p` waits: for an answer of its shard, its quota, or at most its linger
         val generation = buffer.generation
         scheduler.after(settings.lingerMs * 1000000L)(() => lingerEnded(buffer, generation))
       }
-      done.foreach(pacing.dispatch(buffer, _))
     }
   }
 
@@ -105,8 +108,8 @@ private[sparkkinesis] final class WriterAggregator(
     val future =
       try sender.put(o.stream, o.partitionKey, o.explicitHashKey, o.data)
       catch {
-        case e: Throwable =>
-          Pending.complete(o.entries, Left(e))
+        case e: Throwable => // answered as a failure: its records fail, and its shard is no longer waiting for it
+          retries.completed(o, Left(e))
           return
       }
     if (first) o match {

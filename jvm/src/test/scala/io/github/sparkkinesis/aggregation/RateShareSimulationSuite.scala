@@ -94,9 +94,12 @@ private object RateShareSimulationSuite {
   val settings: AggregationSettings = AggregationSettings(51200, Long.MaxValue, 100, 60000, rateLimit = 100)
 
   /** One shard's quota as Kinesis documents it: 1 MiB and 1,000 records a second, in a bucket holding a second of them,
-    * refilled continuously and full at the start (testkit/spark_kinesis_testkit/faults.py's `_Bucket`).
+    * refilled continuously and full at the start (testkit/spark_kinesis_testkit/faults.py's `_Bucket`); `available`:
+    * the part of it left to the writer when others take the rest at a steady rate.
     */
-  final class KinesisShard(clock: FakeClock) {
+  final class KinesisShard(clock: FakeClock, available: Double = 1.0) {
+    private val QuotaBytes = RateShareSimulationSuite.QuotaBytes * available
+    private val QuotaRecords = RateShareSimulationSuite.QuotaRecords * available
     private var bytes = QuotaBytes
     private var records = QuotaRecords
     private var stamp = clock.nanoTime()

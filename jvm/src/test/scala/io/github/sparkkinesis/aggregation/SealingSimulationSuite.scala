@@ -1,0 +1,257 @@
+package io.github.sparkkinesis.aggregation
+
+import java.nio.ByteBuffer
+
+import scala.collection.mutable.ArrayBuffer
+
+import io.github.sparkkinesis.shaded.guava.util.concurrent.{ListenableFuture, SettableFuture}
+import io.github.sparkkinesis.shaded.kpl.{Attempt, UserRecordFailedException, UserRecordResult}
+import io.github.sparkkinesis.shaded.kpl.protobuf.Messages
+import org.scalatest.funsuite.AnyFunSuite
+import org.slf4j.Logger
+
+import io.github.sparkkinesis.{FakeClock, FakeMetadata}
+import io.github.sparkkinesis.compat.CollectionConverters._
+
+/** When a shard's buffer is sealed ([[Pacing.sendIfIdle]], the linger, size): the real [[WriterAggregator]] on a fake
+  * clock, fed at a steady rate, sending to shards with Kinesis' quota (RateShareSimulationSuite's `KinesisShard`) a
+  * round trip away. Each scenario reports the records' latency to confirmation, the user records per Kinesis record and
+  * the throttles; no real time passes.
+  */
+class SealingSimulationSuite extends AnyFunSuite {
+  import SealingSimulationSuite._
+
+  private def report(label: String, r: Result): Unit =
+    info(
+      f"$label: p50 ${r.p(50)}%.0f ms, p99 ${r.p(99)}%.0f ms, max ${r.p(100)}%.0f ms; ${r.perAggregate}%.1f records per " +
+        f"Kinesis record (mean ${r.meanAggregateBytes}%.0f B), ${r.kinesisRecordsPerSecond}%.0f Kinesis records/s; " +
+        s"throttled ${r.throttled} of ${r.requests}"
+    )
+
+  test("a trickle: each record is sent at once and confirmed one round trip later, not after a linger") {
+    val r = new Simulation(shards = 1, rttMs = 4).run(ratePerSecond = 20, seconds = 10)
+    report("20 records/s", r)
+    assert(r.confirmed == 200)
+    assert(r.p(100) <= 4, s"a lone record waited ${r.p(100)} ms for a 4 ms round trip (RecordMaxBufferedTime 100 ms)")
+    assert(r.perAggregate == 1.0)
+  }
+
+  test("a steady rate below the quota: records gather while one aggregate is in flight, each waits one trip at most") {
+    for ((rate, shards) <- Seq((1000, 4), (10000, 4), (2000, 1))) {
+      val r = new Simulation(shards, rttMs = 4).run(rate, seconds = 10)
+      report(s"$rate records/s on $shards shards", r)
+      assert(r.confirmed == rate * 10)
+      assert(r.throttled == 0)
+      assert(r.p(100) <= 2 * 4 + 1, s"$rate/s: a record waited ${r.p(100)} ms, more than two round trips")
+      // At most one aggregate per shard and round trip: rate × trip records to a shard gather in it.
+      assert(r.kinesisRecordsPerSecond <= shards * 1000.0 / 4 + 1, s"$rate/s: ${r.kinesisRecordsPerSecond} a second")
+    }
+  }
+
+  test("a burst above the quota: full aggregates at the quota, in order, none throttled, the backlog drains") {
+    // 3 MB/s of 100 B records for 5 s on one shard (1 MiB/s): about 10 s of the shard's bytes.
+    val sim = new Simulation(shards = 1, rttMs = 4)
+    val r = sim.run(ratePerSecond = 30000, seconds = 5, drainSeconds = 20)
+    report("30,000 records/s on 1 shard", r)
+    assert(r.confirmed == 150000 && r.throttled == 0 && r.inOrder)
+    // While the quota has room (its first half second in hand) each aggregate goes after one round trip; then they are
+    // full.
+    val held = r.meanAggregateBytes(from = 1, until = 14)
+    assert(held >= 0.95 * settings.maxSize, s"aggregates of $held B under a backlog")
+    assert(r.linkUse(from = 1, until = 12) >= 0.97, s"the shard's bytes used: ${r.linkUse(1, 12)}")
+  }
+
+  test("a throttled shard (other producers take three quarters of it): few throttles, aggregates stay full") {
+    val sim = new Simulation(shards = 1, rttMs = 4, available = 0.25)
+    val r = sim.run(ratePerSecond = 5000, seconds = 30, drainSeconds = 60)
+    report("5,000 records/s, a quarter of the shard free", r)
+    assert(r.confirmed == 150000 && r.inOrder)
+    assert(r.throttled.toDouble / r.requests <= 0.05, s"${r.throttled} of ${r.requests} requests throttled")
+    // Until Kinesis first throttles (about a second: its bucket), aggregates go at each round trip; then full.
+    val held = r.meanAggregateBytes(from = 2, until = 60)
+    assert(held >= 0.95 * settings.maxSize, s"aggregates of $held B when throttled")
+    assert(r.linkUse(from = 10, until = 30) >= 0.85 * 0.25, s"the shard's bytes used: ${r.linkUse(10, 30)}")
+  }
+
+  test("RecordMaxBufferedTime still bounds a record's wait when no answer comes") {
+    val r = new Simulation(shards = 1, rttMs = 60000).run(ratePerSecond = 100, seconds = 1, drainSeconds = 0)
+    val waits = r.sendWaits
+    info(f"a round trip of 60 s: records waited at most ${waits.max}%.0f ms to be sent")
+    assert(waits.head == 0.0, "the first record of an idle shard goes at once")
+    assert(waits.max <= settings.lingerMs, s"a record waited ${waits.max} ms, more than its linger")
+  }
+}
+
+private object SealingSimulationSuite {
+  import RateShareSimulationSuite.KinesisShard
+
+  /** The KPL's defaults: `AggregationMaxSize` 51,200, `RecordMaxBufferedTime` 100 ms, `RateLimit` 150 (its default). */
+  val settings: AggregationSettings =
+    AggregationSettings(51200, 4294967295L, lingerMs = 100, recheckMs = 3600000, rateLimit = 100)
+  val RecordBytes = 100
+
+  final class Result(
+      latencies: ArrayBuffer[Double],
+      val sendWaits: ArrayBuffer[Double],
+      val requests: Long,
+      val throttled: Long,
+      aggregates: Long,
+      aggregateBytes: Long,
+      sends: ArrayBuffer[(Long, Int)],
+      val admittedPerSecond: Array[Long],
+      seconds: Double,
+      val inOrder: Boolean,
+      quotaBytes: Double
+  ) {
+    def confirmed: Int = latencies.length
+    private lazy val sorted = latencies.sorted
+    def p(q: Double): Double = sorted(math.min(sorted.length - 1, (q / 100 * sorted.length).toInt))
+    def perAggregate: Double = confirmed.toDouble / aggregates
+    def kinesisRecordsPerSecond: Double = aggregates / seconds
+    def meanAggregateBytes: Double = aggregateBytes.toDouble / aggregates
+
+    /** The mean size of the Kinesis records sent in seconds `[from, until)`. */
+    def meanAggregateBytes(from: Int, until: Int): Double = {
+      val in = sends.filter { case (ms, _) => ms >= from * 1000L && ms < until * 1000L }.map(_._2)
+      in.sum.toDouble / in.length
+    }
+
+    /** The shard's bytes Kinesis took in seconds `[from, until)`, over its whole quota. */
+    def linkUse(from: Int, until: Int): Double =
+      admittedPerSecond.slice(from, until).sum / (quotaBytes * (until - from))
+  }
+
+  /** One writer's aggregation over `shards` shards a round trip of `rttMs` away (half of it to reach Kinesis), each
+    * shard with Kinesis' quota of which `available` is free for this writer (the rest taken by others as it comes).
+    */
+  final class Simulation(shards: Int, rttMs: Long, available: Double = 1.0) {
+    private val clock = new FakeClock
+    private val scheduler = new Scheduler(clock, "sealing")
+    private val layout = FakeMetadata.even(shards)
+    private val kinesis = Array.fill(shards)(new KinesisShard(clock, available))
+    private val start = clock.nanoTime()
+    private val latencies = ArrayBuffer.empty[Double]
+    private val sendWaits = ArrayBuffer.empty[Double]
+    private val admitted = new Array[Long](3600)
+    private var requests, throttled, aggregates, aggregateBytes = 0L
+    private var inOrder = true
+    private val lastSeen = scala.collection.mutable.Map.empty[String, Int]
+    private val added = ArrayBuffer.empty[Long] // record n's add time
+    private val sends = ArrayBuffer.empty[(Long, Int)] // each Kinesis record: when it was sent (ms) and its bytes
+
+    private val owner = new RecordOwner {
+      def succeeded(result: UserRecordResult, n: Int, bytes: Long): Unit = ()
+      def failed(t: Throwable, n: Int, bytes: Long): Unit = throw new AssertionError("a record failed", t)
+      def latency(startNanos: Long): Unit = latencies += (clock.nanoTime() - startNanos) / 1e6
+      override def confirmed(entries: Array[Pending], from: Int, until: Int): Unit =
+        (from until until).foreach { i =>
+          val p = entries(i)
+          val n = p.data.getInt(0)
+          if (lastSeen.getOrElse(p.partitionKey, -1) > n) inOrder = false
+          lastSeen(p.partitionKey) = n
+        }
+    }
+
+    private val sender: Sender = (_: String, _: String, explicitHashKey: String, data: ByteBuffer) => {
+      val f = SettableFuture.create[UserRecordResult]()
+      val shard = layout.shards.indexOf(HashKey.ofDecimal(explicitHashKey))
+      val bytes = data.remaining()
+      aggregates += 1
+      aggregateBytes += bytes
+      sends += (((clock.nanoTime() - start) / 1000000L, bytes))
+      val body = new Array[Byte](bytes - AggregateFormat.Magic.length - 16)
+      data.duplicate().position(AggregateFormat.Magic.length).asInstanceOf[ByteBuffer].get(body)
+      Messages.AggregatedRecord.parseFrom(body).getRecordsList.asScala.foreach { r =>
+        sendWaits += (clock.nanoTime() - added(r.getData.asReadOnlyByteBuffer().getInt(0))) / 1e6
+      }
+      scheduler.after(rttMs * 500000L) { () =>
+        requests += 1
+        val ok = kinesis(shard).admit(bytes)
+        if (ok) admitted(((clock.nanoTime() - start) / 1000000000L).toInt) += bytes else throttled += 1
+        scheduler.after(rttMs * 500000L) { () =>
+          if (ok)
+            f.set(
+              new UserRecordResult(
+                List(new Attempt(0, 1, null, null, true)).asJava,
+                "1",
+                layout.shards.shards(shard).id,
+                true
+              )
+            )
+          else {
+            val attempt = new Attempt(0, 1, "slow down", "ProvisionedThroughputExceededException", false)
+            f.setException(
+              new UserRecordFailedException(new UserRecordResult(List(attempt).asJava, null, null, false), null)
+            )
+          }
+        }
+      }
+      f: ListenableFuture[UserRecordResult]
+    }
+
+    private val metrics = new AggregationMetrics {
+      def aggregateSent(records: Int): Unit = ()
+      def aggregatePaced(): Unit = ()
+      def aggregateMisplaced(): Unit = throw new AssertionError("misplaced")
+      def recordsResent(n: Int): Unit = ()
+      def recordsRetried(n: Int): Unit = ()
+      def shareLowered(): Unit = ()
+    }
+
+    private val aggregator = new WriterAggregator(
+      sender,
+      new FakeMetadata(layout),
+      settings,
+      metrics,
+      (_: Logger, _: String, _: String) => (),
+      (name, body) => new Thread(body, name),
+      scheduler,
+      "sealing"
+    )
+    aggregator.expectWriters(1)
+
+    /** `ratePerSecond` records of 100 B (keys k0..k96) for `seconds`, spread evenly over each millisecond, then up to
+      * `drainSeconds` for the rest to be confirmed.
+      */
+    def run(ratePerSecond: Int, seconds: Int, drainSeconds: Int = 5): Result = {
+      var sent = 0
+      var ms = 0
+      while (ms < seconds * 1000) {
+        val due = ((ms + 1).toLong * ratePerSecond / 1000).toInt
+        while (sent < due) {
+          aggregator.add(record(sent))
+          sent += 1
+        }
+        clock.advanceMs(1)
+        scheduler.runDue()
+        ms += 1
+      }
+      var drained = 0
+      while (latencies.length < sent && drained < drainSeconds * 1000) {
+        clock.advanceMs(1)
+        scheduler.runDue()
+        drained += 1
+      }
+      new Result(
+        latencies,
+        sendWaits,
+        requests,
+        throttled,
+        aggregates,
+        aggregateBytes,
+        sends,
+        admitted,
+        seconds.toDouble,
+        inOrder,
+        settings.bytesPerSecond
+      )
+    }
+
+    private def record(n: Int): Pending = {
+      val key = s"k${n % 97}"
+      val data = ByteBuffer.allocate(RecordBytes).putInt(0, n)
+      added += clock.nanoTime()
+      new Pending("s", key, null, data, owner, RecordBytes, clock.nanoTime(), HashKey.ofPartitionKey(key), key.length)
+    }
+  }
+}
