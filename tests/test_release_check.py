@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -278,3 +279,22 @@ def test_the_version_step(tmp_path: Path) -> None:
 def test_the_checkout_is_the_next_release() -> None:
     """_version.py leads to the release CHANGELOG.md's top section describes (release-check refuses otherwise)."""
     assert release.changelog_top()[0] == release.release_version(release.read_version())
+
+
+def test_the_release_workflow_keeps_secrets_out_of_commands_and_the_repository() -> None:
+    """release.yml: secrets reach steps only as environment variables (never a command line or an action input), no
+    PGP_PASSPHRASE (sbt-pgp would put it on gpg's command line), PyPI by trusted publishing (OIDC, no password), and the
+    tag checked against the version before make release-check. No key or token in any tracked file."""
+    workflow = (ROOT / ".github" / "workflows" / "release.yml").read_text()
+    uses = [line for line in workflow.splitlines() if "secrets." in line and not line.lstrip().startswith("#")]
+    assert uses, "release.yml uses no secret"
+    for line in uses:
+        assert re.fullmatch(r"\s+[A-Z_]+: \$\{\{ secrets\.[A-Z_]+ \}\}", line), f"a secret outside an env entry: {line}"
+    assert "PGP_PASSPHRASE" not in workflow
+    assert "id-token: write" in workflow and "pypa/gh-action-pypi-publish@" in workflow
+    assert not re.search(r"^\s+password:", workflow, re.M), "PyPI publishes by trusted publishing, not a password"
+    assert workflow.index("tools/release.py check-tag") < workflow.index("run: make release-check")
+    # (The key's armor header in two pieces, so this file does not hold it.)
+    leaked = re.compile(rb"-----BEGIN PGP PRIVATE " + rb"KEY BLOCK-----|pypi-AgE[A-Za-z0-9_-]{20}")
+    found = [str(p) for p in release.tracked_files() if leaked.search((ROOT / p).read_bytes())]
+    assert found == [], found

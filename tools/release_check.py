@@ -13,7 +13,8 @@ it as a user would. Fails naming each problem it finds; the last line is ``relea
    first example (its ``configure()`` puts the wheel's jars on the session) against the embedded Kinesis
    (kinesis-mock); then runs the same example through ``spark-submit --packages`` with the staging as the only
    repository (``--repositories file://...``, an empty ivy cache), as a user of Central would, without configure().
-   Each time every record is read back, and the jars the JVM loaded are where the path says.
+   Each time every record is read back, and the jars the JVM loaded are where the path says. Last, the macOS wheel's
+   jars on this Linux driver: the write is refused naming both platforms (DaemonCheck), before any daemon starts.
 
 ``python tools/release_check.py check OUT`` runs 2 and 3 alone on a staged directory (as tests/test_release_check.py
 does on tampered copies); ``python tools/release_check.py examples`` runs 4 alone on what the last run staged.
@@ -498,7 +499,49 @@ def run_examples(out: Path, version: str, work: Path) -> dict[str, float]:
             _wait_gone(kinesis.client(), "orders")
             took[path] = time.monotonic() - t
             print(f"release-check: README example via {path}: {sum(want.values())} records read back, jars {jars}")
+    t = time.monotonic()
+    said = _elsewhere(out, version, venv, env, work / "elsewhere")
+    took["elsewhere"] = time.monotonic() - t
+    print(f"release-check: the macOS wheel's jars on this Linux: {said}")
     return took
+
+
+#: A write whose jars are another platform's wheel's: the driver's DaemonCheck must name this platform.
+_ELSEWHERE = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[1]").config("spark.jars", sys.argv[1]).getOrCreate()
+try:
+    (spark.createDataFrame([("k", "v")], "partitionKey string, data string").write.format("kinesis")
+     .option("stream_name", "s").option("region", "us-east-1").option("endpoint", "https://127.0.0.1:9")
+     .mode("append").save())
+except Exception as e:
+    print("REFUSED " + str(e).splitlines()[0], flush=True)
+"""
+
+
+def _elsewhere(out: Path, version: str, venv: Path, env: dict[str, str], run: Path) -> str:
+    """The macOS wheel's jars on this Linux driver (local mode): the write is refused, naming this platform and the one
+    the bundle carries, before any daemon starts."""
+    run.mkdir()
+    osx = next(p for p in PLATFORMS if p.folder == "osx")
+    with zipfile.ZipFile(out / "pypi" / f"spark_kinesis-{version}-py3-none-{osx.wheel_tag}.whl") as whl:
+        mvn = release.maven_version(version)
+        jars = [f"spark_kinesis/jars/spark-kinesis-kpl-{mvn}.jar", f"spark_kinesis/jars/spark-kinesis-4_2.13-{mvn}.jar"]
+        for j in jars:
+            whl.extract(j, run)
+    (run / "elsewhere.py").write_text(_ELSEWHERE)
+    classpath = ",".join(str(run / j) for j in jars)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "elsewhere.py", classpath], cwd=run, env=env, capture_output=True, text=True
+    )
+    (run / "output.log").write_text(done.stdout + done.stderr)
+    said = next((ln[8:] for ln in done.stdout.splitlines() if ln.startswith("REFUSED ")), "")
+    if "spark-kinesis carries no KPL daemon (it carries osx)" not in said or "linux-" not in said:
+        raise SystemExit(
+            f"release-check: the macOS wheel's jars on Linux were not refused by name: {said or done.stderr[-2000:]}"
+        )
+    return said
 
 
 def _wait_gone(client: object, stream: str) -> None:
