@@ -22,7 +22,7 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/de
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test test-localstack sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
+.PHONY: test test-localstack release-check sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
@@ -33,6 +33,7 @@ help:
 	@echo "make jar    - KPL bundle + one jar per Spark line, bundled into python/ and published to $(M2_REPO)"
 	@echo "make bench  - benchmarks (~80 min): vs boto3, vs a bare KPL loop, KPL settings one at a time, backpressure, scale, JMH, real-time latency -> docs/benchmarks.md"
 	@echo "make bench-scale - the scale part alone (~20 min): shards x record sizes x executors -> bench/results/scale.json"
+	@echo "make release-check - what a tag publishes (Maven staging, wheels), with a throwaway key: checked, installed, run"
 	@echo "make lint   - scalafmt check, ruff, mypy (the library, the testkit, bench/ and tools/), actionlint (the GitHub workflow)"
 
 # --no-compile: Python compiles what the tests import on first use; compiling all of pyspark, pandas and pyarrow up
@@ -172,6 +173,13 @@ bench: venv jar kafka kcl emulator $(VENV)/.bench-stamp $(KINESALITE)
 
 bench-scale: venv jar kcl $(VENV)/.bench-stamp $(KINESALITE)
 	BENCH_PARTS=scale $(PY) bench/run.py
+
+# Not part of `make test` (CI runs it as its own step): builds what a tag of this commit publishes into .cache/release/out
+# (signed Maven staging, the wheels) with a throwaway key, checks it as Maven Central and PyPI will, and runs the README's
+# first example from the Linux x86_64 wheel in a fresh venv and through spark-submit --packages from the staging
+# (tools/release_check.py; docs/development.md, "Releasing").
+release-check: venv emulator
+	$(PY) tools/release_check.py
 
 # actionlint (the GitHub workflow's checker), pinned, built from its Go module into .cache/bin.
 ACTIONLINT_VERSION := 1.7.7

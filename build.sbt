@@ -29,12 +29,30 @@ ThisBuild / version := projectVersion
 ThisBuild / scalaVersion := lines.last.scala
 ThisBuild / licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0"))
 ThisBuild / homepage := Some(url("https://github.com/spark-kinesis/spark-kinesis"))
-ThisBuild / pomExtra :=
-  <scm><url>https://github.com/spark-kinesis/spark-kinesis</url></scm>
-  <developers><developer><id>spark-kinesis</id><name>spark-kinesis authors</name></developer></developers>
+// What Maven Central requires of every POM (name, description, url, licenses, developers, scm); `make release-check`
+// (tools/release_check.py) fails a staged POM that lacks one.
+ThisBuild / scmInfo := Some(
+  ScmInfo(
+    url("https://github.com/spark-kinesis/spark-kinesis"),
+    "scm:git:https://github.com/spark-kinesis/spark-kinesis.git"
+  )
+)
+ThisBuild / developers := List(
+  Developer("spark-kinesis", "spark-kinesis authors", "", url("https://github.com/spark-kinesis/spark-kinesis"))
+)
+// A release stages here (publishSigned: target/sona-staging), and `sonaRelease` uploads that bundle to the Central
+// Portal (docs/development.md, "Releasing"). `make jar` publishes to the local Maven repository instead (publishM2).
+ThisBuild / publishTo := localStaging.value
+ThisBuild / publishMavenStyle := true
 
 // API docs jars only for a release (-Dpublish.docs=true): scaladoc of three lines is a minute of every `make test`.
-ThisBuild / Compile / packageDoc / publishArtifact := sys.props.get("publish.docs").contains("true")
+// Central requires a javadoc jar beside every jar: the release builds them (tools/release_check.py passes the flag).
+// Set in each project (publishedDocs), not for ThisBuild: Test delegates to Compile, and at ThisBuild that published the
+// test classes' docs as a `tests-javadoc` jar too.
+val publishedDocs = Seq(
+  Compile / packageDoc / publishArtifact := sys.props.get("publish.docs").contains("true"),
+  Test / packageDoc / publishArtifact := false
+)
 
 // LICENSE and the project's NOTICE go into every jar's META-INF.
 val legalFiles = Def.setting(Seq(file("LICENSE") -> "META-INF/LICENSE", file("NOTICE") -> "META-INF/NOTICE"))
@@ -72,7 +90,10 @@ val distinctTexts = CustomMergeStrategy("distinct-texts") { deps =>
 lazy val kpl = (project in file("jvm/kpl"))
   .configs(Bundled)
   .settings(
+    publishedDocs,
     name := "spark-kinesis-kpl",
+    description := "The Kinesis Producer Library, the AWS SDK and the KPL's native daemons, relocated for " +
+      "spark-kinesis (no Scala, no Spark; Java 8)",
     crossPaths := false,
     autoScalaLibrary := false,
     javacOptions ++= Seq("--release", "8", "-Xlint:all", "-Xlint:-options"),
@@ -228,7 +249,10 @@ def sparkLineProject(l: SparkLine): Project =
       inConfig(FactsGen)(Defaults.configSettings) ++ org.scalafmt.sbt.ScalafmtPlugin.scalafmtConfigSettings(FactsGen)
     )
     .settings(
+      publishedDocs,
       name := l.artifact,
+      description := s"Spark ${l.line} (Scala ${l.scalaBinary}) writer to Amazon Kinesis Data Streams through the " +
+        "KPL, with a bounded queue",
       moduleName := l.artifact,
       scalaVersion := l.scala,
       autoScalaLibrary := false,

@@ -60,7 +60,7 @@ def test_the_workflow_runs_what_ci_runs():
     """Every step of the GitHub workflow that runs a command runs a make target that .ci/run runs here too."""
     ci = (ROOT / ".ci" / "run").read_text()
     here = set(re.findall(r"^make ([\w-]+)", ci, re.M))
-    assert here == {"test", "lint", "test-localstack", "chaos"}, here
+    assert here == {"test", "lint", "test-localstack", "chaos", "release-check"}, here
     runs = re.findall(r"^\s+run: (.+)$", (ROOT / ".github" / "workflows" / "ci.yml").read_text(), re.M)
     assert runs, "no run steps found"
     for cmd in runs:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -20,10 +20,15 @@ import pytest
 import spark_kinesis
 from helpers import account, payload, rows_for, write_input
 from probe import run_probe
+from spark_kinesis._platforms import DAEMON_ROOT, PLATFORMS
 from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 500
+
+sys.path.insert(0, str(ROOT / "tools"))
+import release
+import release_check
 
 
 def _run_probe(launcher: list[str], cfg: dict, env: dict, cwd: Path) -> dict[str, Any]:
@@ -137,23 +142,25 @@ def test_spark_submit_packages_resolves_thin_jar_and_kpl(kinesis, stream, tmp_pa
     _check_delivery(kinesis, stream)
 
 
+#: This machine's platform wheel (a release publishes one per platform the KPL ships a daemon for: tools/release.py).
+HERE = next(
+    p
+    for p in PLATFORMS
+    if p.folder == ("osx" if sys.platform == "darwin" else f"linux-{platform.machine().replace('arm64', 'aarch64')}")
+)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel built from a copy of python/ (with the jars `make jar` bundled): no build/ leftovers, and the
-    two legs of `make test` never build in the same folder at once."""
-    dist, src = tmp_path_factory.mktemp("dist"), tmp_path_factory.mktemp("src") / "python"
-    shutil.copytree(ROOT / "python", src, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(src)],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    return next(dist.glob("spark_kinesis-*.whl"))
+    """This platform's wheel as a release builds it (tools/release.py: the KPL bundle with this platform's daemon only),
+    from the jars `make jar` bundled into python/; built in a copy (no build/ leftovers, and the two legs of
+    `make test` never build in the same folder at once)."""
+    build = [sys.executable, "-m", "build"]  # isolated: setuptools from PyPI, as pyproject.toml asks
+    return release.build_wheel(ROOT / "python", tmp_path_factory.mktemp("dist"), HERE.folder, HERE.wheel_tag, build)
 
 
-#: The README states the wheel's size; it carries the KPL bundle once, whatever the number of Spark lines.
-WHEEL_MAX_BYTES = 90 * 10**6
+#: The README states the wheels' sizes; each carries the KPL bundle once, with one platform's daemon.
+WHEEL_MAX_BYTES = release_check.WHEEL_MAX_BYTES
 
 
 @pytest.mark.install
@@ -190,6 +197,13 @@ def test_wheel_carries_one_bundle_and_a_jar_per_line(wheel: Path) -> None:
                 # Java 8 (class file 52) everywhere but the Spark 4 line, which needs Java 17 (61).
                 majors = {int.from_bytes(j.read(n)[6:8], "big") for n in j.namelist() if n.endswith(".class")}
                 assert max(majors) == (61 if jar.startswith("spark-kinesis-4_") else 52), (jar, sorted(majors))
+                if jar.startswith("spark-kinesis-kpl-"):
+                    daemons = [n for n in j.namelist() if n.startswith(f"{DAEMON_ROOT}/") and not n.endswith("/")]
+                    assert daemons == [f"{DAEMON_ROOT}/{HERE.folder}/kinesis_producer"], daemons
+        assert whl.read("spark_kinesis/jars/PLATFORM").decode().strip() == HERE.folder
+    assert wheel.name.endswith(f"-py3-none-{HERE.wheel_tag}.whl"), wheel.name
+    # The whole check a release runs on it (name, tag against the daemon, size).
+    assert release_check.check_wheel(wheel, spark_kinesis.__version__, HERE.folder, HERE.wheel_tag) == []
     assert wheel.stat().st_size <= WHEEL_MAX_BYTES, f"{wheel.stat().st_size} bytes"
 
 
@@ -207,9 +221,31 @@ def test_wheel_ships_only_the_library(wheel: Path) -> None:
     assert harness == [], f"test harness in the wheel: {harness}"
     data = re.compile(
         r"spark_kinesis/(py\.typed|_writer_options\.pyi"
-        r"|jars/[^/]+\.jar|jars/NOTICE|jars/BUNDLED\.md|jars/spark-kinesis\.json)"
+        r"|jars/[^/]+\.jar|jars/NOTICE|jars/BUNDLED\.md|jars/spark-kinesis\.json|jars/PLATFORM)"
     )
     other = [n for n in names if not n.endswith(".py") and not data.fullmatch(n)]
     assert other == [], other
     # What type checkers read of an installed package (tests/test_typing.py runs mypy against the same files).
     assert {"spark_kinesis/py.typed", "spark_kinesis/_writer_options.pyi"} <= set(names), names
+
+
+@pytest.mark.install
+@pytest.mark.spark35_leg  # no Spark: the leg that ends first
+def test_the_wheel_without_jars_names_the_platform(tmp_path: Path) -> None:
+    """The `any` wheel, for platforms the KPL ships no daemon for, installed alone: the Python API imports, and
+    configure() (through jar_paths) fails naming this machine's platform, where daemons exist and --packages, instead of
+    a missing-binary failure in an executor."""
+    build = [sys.executable, "-m", "build"]
+    wheel = release.build_wheel(ROOT / "python", tmp_path / "dist", "none", "any", build)
+    assert release_check.check_wheel(wheel, spark_kinesis.__version__, "none", "any") == []
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    py = venv / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=300)
+    code = "import spark_kinesis; from spark_kinesis import KinesisWriter; spark_kinesis.jar_paths('4.0.1', '2.13')"
+    done = subprocess.run([str(py), "-c", code], capture_output=True, text=True, env=_clean_env(), cwd=tmp_path)
+    said = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and said.startswith("RuntimeError: spark_kinesis has no jars here"), done.stderr
+    assert f"this machine runs {platform.system()} {platform.machine()}" in said, said
+    assert all(p.shown in said for p in PLATFORMS), said
+    assert f"--packages {spark_kinesis.coordinates('4.0.1', '2.13')}" in said, said

@@ -89,6 +89,9 @@ def jar_paths(spark_version: str | None = None, scala_binary: str | None = None)
         scala_binary = scala_binary or found_scala
     artifact = coordinates(spark_version, scala_binary).split(":")[1]
     jars = Path(__file__).parent / "jars"
+    no_daemon = _no_daemon_here(jars, spark_version, scala_binary)
+    if no_daemon:
+        raise RuntimeError(no_daemon)
     wanted = [jars / f"spark-kinesis-kpl-{maven_version()}.jar", jars / f"{artifact}-{maven_version()}.jar"]
     missing = [p.name for p in wanted if not p.is_file()]
     if missing:
@@ -97,6 +100,34 @@ def jar_paths(spark_version: str | None = None, scala_binary: str | None = None)
             f"Build it with `make jar`, or start Spark with --packages {coordinates(spark_version, scala_binary)}."
         )
     return [str(p) for p in wanted]
+
+
+#: Written into a wheel's jars/ by tools/release.py: the folder of the one daemon its KPL bundle carries, or "none" in
+#: the wheel for every platform the KPL ships no daemon for (no jars at all). A checkout's `make jar` writes none: its
+#: bundle carries every daemon.
+PLATFORM_FILE = "PLATFORM"
+
+
+def _no_daemon_here(jars: Path, spark_version: str, scala_binary: str | None) -> str | None:
+    """What to say when this install is the wheel without jars (a platform the KPL ships no daemon for), else None.
+
+    The wheel for one platform installed on another is the JVM's to refuse (DaemonCheck, as the writer starts, names
+    the platform it runs on and the one the bundle carries).
+    """
+    marker = jars / PLATFORM_FILE
+    if not marker.is_file() or marker.read_text(encoding="utf-8").strip() != "none":
+        return None
+    import platform
+
+    from spark_kinesis._platforms import PLATFORMS
+
+    return (
+        f"spark_kinesis has no jars here: pip installed its wheel for platforms the KPL ships no daemon for, and this "
+        f"machine runs {platform.system()} {platform.machine()}. The KPL's daemon exists for "
+        f"{'; '.join(p.shown for p in PLATFORMS)}; there, pip installs the wheel with the jars. From here, the "
+        f"Python API works as a Spark Connect client (the server needs the jars), or start Spark on one of those "
+        f"platforms with --packages {coordinates(spark_version, scala_binary)}."
+    )
 
 
 def jar_path(spark_version: str | None = None, scala_binary: str | None = None) -> str:
