@@ -29,7 +29,7 @@ files), and a last machine-readable line with every field (n/a for a part this r
          record net of Spark) records_per_aggregate=… (the writer's user records per aggregate, 100 B)
          kpl_agg_cpu_s_per_million_net=… cpu_ratio_vs_kpl_agg=… (aggregation='kpl': its CPU net of Spark, and the
          writer's over it)
-         rt_added_p50_ms=… rt_added_p99_ms=… rt_added_p50_ms_10k=… rt_added_p99_ms_10k=… rt_p99_ratio_10k=…
+         rt_added_p50_ms=… rt_added_p99_ms=… rt_added_10k_p50_ms=… rt_added_10k_p99_ms=… rt_p99_ratio_10k=…
          rt_cpu_ratio_vs_kafka=… (Kafka -> real-time mode: foreach(KinesisWriter)'s latency added over Spark's Kafka
          sink at 1,000 and 10,000 records/s, its p99 at 10,000 over 1,000, and its CPU per record (JVM and daemon) over
          the Kafka sink's at 1,000/s; bench/realtime.py)

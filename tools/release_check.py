@@ -191,23 +191,17 @@ def tag_problem(tag: str, needs: tuple[str, str, tuple[int, int]]) -> str | None
     """Whether a wheel's platform tag promises what its daemon needs: its machine, and a glibc or macOS at least as
     new as the daemon's (a lower tag would put the wheel where the daemon cannot start)."""
     kind, machine, (major, minor) = needs
-    m = re.fullmatch(r"manylinux_(\d+)_(\d+)_(\w+)", tag)
-    if kind == "linux":
+    # Per kind of daemon: the tag's prefix, the system's name, and what its version is called.
+    known = {"linux": ("manylinux", "Linux", "glibc", "GLIBC_"), "macos": ("macosx", "macOS", "macOS", "")}
+    if kind in known:
+        prefix, system, base, needed = known[kind]
+        m = re.fullmatch(rf"{prefix}_(\d+)_(\d+)_(\w+)", tag)
         if m is None:
-            return f"tag {tag} is not a manylinux tag, but the daemon is a Linux {machine} program"
+            return f"tag {tag} is not a {prefix} tag, but the daemon is a {system} {machine} program"
         if m.group(3) != machine:
-            return f"tag {tag} is for {m.group(3)}, but the daemon is a Linux {machine} program"
+            return f"tag {tag} is for {m.group(3)}, but the daemon is a {system} {machine} program"
         if (int(m.group(1)), int(m.group(2))) < (major, minor):
-            return f"tag {tag} promises glibc {m.group(1)}.{m.group(2)}, but the daemon needs GLIBC_{major}.{minor}"
-        return None
-    m = re.fullmatch(r"macosx_(\d+)_(\d+)_(\w+)", tag)
-    if kind == "macos":
-        if m is None:
-            return f"tag {tag} is not a macosx tag, but the daemon is a macOS {machine} program"
-        if m.group(3) != machine:
-            return f"tag {tag} is for {m.group(3)}, but the daemon is a macOS {machine} program"
-        if (int(m.group(1)), int(m.group(2))) < (major, minor):
-            return f"tag {tag} promises macOS {m.group(1)}.{m.group(2)}, but the daemon needs {major}.{minor}"
+            return f"tag {tag} promises {base} {m.group(1)}.{m.group(2)}, but the daemon needs {needed}{major}.{minor}"
         return None
     return f"tag {tag}: the daemon is no Linux or macOS program this check knows"
 
@@ -437,21 +431,15 @@ def run_examples(out: Path, version: str, work: Path) -> dict[str, float]:
             if path == "wheel":
                 cmd = [str(venv / "bin" / "python"), "example.py", str(run / "bucket")]
             else:
-                coords = subprocess.run(
-                    [str(venv / "bin" / "python"), "-c", "import spark_kinesis; print(spark_kinesis.coordinates('4'))"],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                    env=env,
-                    cwd=run,
-                ).stdout.strip()
-                shown = subprocess.run(
-                    [str(venv / "bin" / "python"), "-m", "spark_kinesis"],
-                    capture_output=True,
-                    text=True,
-                    env=env,
-                    cwd=run,
-                ).stdout
+
+                def venv_python(*args: str, check: bool, cwd: Path = run) -> str:
+                    py = str(venv / "bin" / "python")
+                    done = subprocess.run([py, *args], check=check, capture_output=True, text=True, env=env, cwd=cwd)
+                    return done.stdout
+
+                coords = venv_python("-c", "import spark_kinesis; print(spark_kinesis.coordinates('4'))", check=True)
+                coords = coords.strip()
+                shown = venv_python("-m", "spark_kinesis", check=False)
                 if f"spark-kinesis {version}:" not in shown or f" {coords}\n" not in shown:
                     raise SystemExit(f"release-check: python -m spark_kinesis shows other than {coords}:\n{shown}")
                 cmd = [

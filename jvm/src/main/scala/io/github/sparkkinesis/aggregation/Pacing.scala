@@ -47,11 +47,14 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
   /** Seals `b` and sends what it holds if the shard is idle: fewer than [[Pacing.IdleInFlight]] of its aggregates in
     * flight, none waiting for its quota, and room in the quota for a full aggregate now. Without that room the buffer
     * goes on gathering until there is (then it is asked again): a shard its quota holds back gets full aggregates, as
-    * before, not one part-full aggregate each time a little room comes back. Called under `b`'s lock after a record is
-    * added and after an answer.
+    * before, not one part-full aggregate each time a little room comes back. A shard that fills an aggregate within its
+    * linger ([[ShardBuffer.fillsWithinLinger]]) is never idle: it seals by size, as before. Called under `b`'s lock
+    * after a record is added and after an answer.
     */
   def sendIfIdle(b: ShardBuffer): Unit =
-    if (b.inFlight < Pacing.IdleInFlight && b.waiting.isEmpty && !b.isEmpty && !b.awaitingRoom) {
+    if (
+      b.inFlight < Pacing.IdleInFlight && b.waiting.isEmpty && !b.isEmpty && !b.awaitingRoom && !b.fillsWithinLinger
+    ) {
       val wait = b.quota.waitFor(b.maxQuotaBytes)
       if (wait == 0L) dispatch(b, b.seal())
       else {

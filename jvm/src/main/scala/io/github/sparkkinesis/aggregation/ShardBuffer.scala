@@ -75,8 +75,9 @@ private[sparkkinesis] final class ShardBuffer(
     val hk = p.explicitHashKey
     p.hashKeyIndex = if (hk == null) -1 else indexIn(hashKeys, hk, hk.length)
     size += AggregateFormat.recordBytes(p.keyIndex, p.hashKeyIndex, p.bytes)
-    if (opened) firstKeyBytes = p.keyBytes
+    if (opened) { firstKeyBytes = p.keyBytes; openedAt = clock.nanoTime() }
     entries += p
+    windowBytes += p.bytes + p.keyBytes
     if (owners.isEmpty || !(owners.last eq p.owner) && !owners.exists(_ eq p.owner)) owners += p.owner
     if (entries.length >= settings.maxCount) out += seal()
     opened
@@ -99,6 +100,39 @@ private[sparkkinesis] final class ShardBuffer(
   /** The most an aggregate of this buffer costs its shard's quota. */
   def maxQuotaBytes: Long = settings.aggregateMaxBytes
 
+  // The bytes records brought since `windowStart`, and the last window's pace in bytes per RecordMaxBufferedTime
+  // ([[fillsWithinLinger]]); rolled when asked, so adding a record reads no clock.
+  private val windowNanos = math.max(1L, settings.lingerMs) * 1000000L
+  private var windowStart = clock.nanoTime()
+  private var windowBytes = 0L
+  private var lastPace = 0.0
+  private var openedAt = 0L // when the open aggregate got its first record
+
+  private def roll(now: Long): Unit = {
+    val elapsed = now - windowStart
+    if (elapsed >= windowNanos) {
+      lastPace = if (elapsed < 4 * windowNanos) windowBytes.toDouble * windowNanos / elapsed else 0.0
+      windowBytes = 0L
+      windowStart = now
+    }
+  }
+
+  /** Whether records come to this shard fast enough to fill an aggregate within `RecordMaxBufferedTime`: a full
+    * aggregate's bytes came within the current or the last linger, or the open aggregate, at the pace it filled so far,
+    * would be full within one. Such a shard does not send when idle ([[Pacing.sendIfIdle]]): its aggregates fill within
+    * their linger anyway, and sending at each answer would only cut them into pieces of one round trip's records, each
+    * a Kinesis record to build, send and confirm.
+    */
+  def fillsWithinLinger: Boolean = {
+    import ShardBuffer.{PaceNanos, PaceRecords}
+    val now = clock.nanoTime()
+    roll(now)
+    val max = settings.aggregateMaxBytes
+    val open = now - openedAt
+    windowBytes >= max || lastPace >= max ||
+    entries.length >= PaceRecords && open >= PaceNanos && size.toDouble * windowNanos >= max * open.toDouble
+  }
+
   /** Whether a record of `owner` waits here (a commit of its task seals the buffer). */
   def holds(owner: RecordOwner): Boolean = owners.exists(_ eq owner)
 
@@ -119,4 +153,14 @@ private[sparkkinesis] final class ShardBuffer(
     lingered = false
     a
   }
+}
+
+private object ShardBuffer {
+
+  /** What an open aggregate must hold, and for how long, before its pace counts ([[ShardBuffer.fillsWithinLinger]]): a
+    * few records in an instant say nothing of a rate, and a shard that had a record or two waiting for an answer is not
+    * busy.
+    */
+  val PaceRecords = 8
+  val PaceNanos: Long = 1000000L
 }

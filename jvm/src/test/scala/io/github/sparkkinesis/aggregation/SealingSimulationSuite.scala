@@ -48,6 +48,19 @@ class SealingSimulationSuite extends AnyFunSuite {
     }
   }
 
+  test("a shard that fills an aggregate within its linger seals full ones, not one per round trip") {
+    // 8,000 records/s of 100 B on one shard: about 0.85 MB/s, under its quota; a full aggregate every 60 ms.
+    val r = new Simulation(shards = 1, rttMs = 4).run(ratePerSecond = 8000, seconds = 10)
+    report("8,000 records/s on 1 shard", r)
+    assert(r.confirmed == 80000 && r.throttled == 0 && r.inOrder)
+    val full = r.meanAggregateBytes(from = 0, until = 10)
+    assert(full >= 0.95 * settings.maxSize, s"aggregates of $full B at a rate that fills them within the linger")
+    // The first record finds the shard idle; by the first answer, a round trip's records show the pace.
+    val sizes = r.sends.map(_._2)
+    assert(sizes.head < 1000 && sizes.drop(1).dropRight(1).forall(_ >= 0.95 * settings.maxSize), sizes.take(4))
+    assert(r.p(100) <= settings.lingerMs + 2 * 4, s"a record waited ${r.p(100)} ms")
+  }
+
   test("a burst above the quota: full aggregates at the quota, in order, none throttled, the backlog drains") {
     // 3 MB/s of 100 B records for 5 s on one shard (1 MiB/s): about 10 s of the shard's bytes.
     val sim = new Simulation(shards = 1, rttMs = 4)
@@ -97,7 +110,7 @@ private object SealingSimulationSuite {
       val throttled: Long,
       aggregates: Long,
       aggregateBytes: Long,
-      sends: ArrayBuffer[(Long, Int)],
+      val sends: ArrayBuffer[(Long, Int)],
       val admittedPerSecond: Array[Long],
       seconds: Double,
       val inOrder: Boolean,
