@@ -102,7 +102,7 @@ private[sparkkinesis] final class ShardBuffer(
 
   // The bytes records brought since `windowStart`, and the last window's pace in bytes per RecordMaxBufferedTime
   // ([[fillsWithinLinger]]); rolled when asked, so adding a record reads no clock.
-  private val windowNanos = math.max(1L, settings.lingerMs) * 1000000L
+  private val windowNanos = math.max(1L, math.min(settings.lingerMs, ShardBuffer.PaceHorizonMs)) * 1000000L
   private var windowStart = clock.nanoTime()
   private var windowBytes = 0L
   private var lastPace = 0.0
@@ -117,11 +117,11 @@ private[sparkkinesis] final class ShardBuffer(
     }
   }
 
-  /** Whether records come to this shard fast enough to fill an aggregate within `RecordMaxBufferedTime`: a full
-    * aggregate's bytes came within the current or the last linger, or the open aggregate, at the pace it filled so far,
-    * would be full within one. Such a shard does not send when idle ([[Pacing.sendIfIdle]]): its aggregates fill within
-    * their linger anyway, and sending at each answer would only cut them into pieces of one round trip's records, each
-    * a Kinesis record to build, send and confirm.
+  /** Whether records come to this shard fast enough to fill an aggregate within `RecordMaxBufferedTime` (at most
+    * [[ShardBuffer.PaceHorizonMs]]): a full aggregate's bytes came within the current or the last such window, or the
+    * open aggregate, at the pace it filled so far, would be full within one. Such a shard does not send when idle
+    * ([[Pacing.sendIfIdle]]): its aggregates fill within their linger anyway, and sending at each answer would only cut
+    * them into pieces of one round trip's records, each a Kinesis record to build, send and confirm.
     */
   def fillsWithinLinger: Boolean = {
     import ShardBuffer.{PaceNanos, PaceRecords}
@@ -163,4 +163,10 @@ private object ShardBuffer {
     */
   val PaceRecords = 8
   val PaceNanos: Long = 1000000L
+
+  /** The window a busy shard's pace is judged over, whatever `RecordMaxBufferedTime` is (the KPL's default): a busy
+    * shard is one that fills an aggregate within it, about 5,000 records/s of 100 B. A longer linger must not make a
+    * trickle count as busy and wait for it.
+    */
+  val PaceHorizonMs = 100L
 }
