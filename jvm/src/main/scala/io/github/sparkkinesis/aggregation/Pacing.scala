@@ -48,8 +48,8 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     * flight, none waiting for its quota, and room in the quota for a full aggregate now. Without that room the buffer
     * goes on gathering until there is (then it is asked again): a shard its quota holds back gets full aggregates, as
     * before, not one part-full aggregate each time a little room comes back. A shard that fills an aggregate within its
-    * linger ([[ShardBuffer.fillsWithinLinger]]) is never idle: it seals by size, as before. Called under `b`'s lock
-    * after a record is added and after an answer.
+    * pace window ([[ShardBuffer.fillsWithinLinger]]) is never idle: it seals by size, as before. Called under `b`'s
+    * lock after a record is added and after an answer.
     */
   def sendIfIdle(b: ShardBuffer): Unit =
     if (
@@ -87,18 +87,20 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     val b = a.buffer
     b.synchronized {
       b.quota.accepted()
-      b.inFlight -= 1
-      sendIfIdle(b)
+      answered(b)
     }
   }
 
   /** `a` failed for good (its records fail): the records that gathered while it was in flight go. */
   def failed(a: Aggregate): Unit = {
     val b = a.buffer
-    b.synchronized {
-      b.inFlight -= 1
-      sendIfIdle(b)
-    }
+    b.synchronized(answered(b))
+  }
+
+  /** One of `b`'s aggregates was answered: it is no longer in flight, and what gathered behind it may go. */
+  private def answered(b: ShardBuffer): Unit = {
+    b.inFlight -= 1
+    sendIfIdle(b)
   }
 
   /** Kinesis throttled `a`: its shard's quota was not there, so `a` waits again, first in line, until the quota holds

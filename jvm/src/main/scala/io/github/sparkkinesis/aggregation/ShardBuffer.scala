@@ -40,7 +40,7 @@ private[sparkkinesis] final class ShardBuffer(
   /** Aggregates handed to the producer and not answered yet: while there are, the buffer gathers ([[Pacing]]). */
   private[aggregation] var inFlight = 0
 
-  /** The shard was idle but its quota had no room for what the buffer holds: a ticket is due when it will. */
+  /** The shard was idle but its quota had no room for a full aggregate: a ticket is due when it will. */
   private[aggregation] var awaitingRoom = false
 
   /** The linger ended while aggregates waited for the shard's quota: the buffer is sealed when they have gone, so a
@@ -100,8 +100,8 @@ private[sparkkinesis] final class ShardBuffer(
   /** The most an aggregate of this buffer costs its shard's quota. */
   def maxQuotaBytes: Long = settings.aggregateMaxBytes
 
-  // The bytes records brought since `windowStart`, and the last window's pace in bytes per RecordMaxBufferedTime
-  // ([[fillsWithinLinger]]); rolled when asked, so adding a record reads no clock.
+  // The bytes records brought since `windowStart`, and the last window's pace in bytes per window (the linger, at most
+  // ShardBuffer.PaceHorizonMs) ([[fillsWithinLinger]]); rolled when asked, so adding a record reads no clock.
   private val windowNanos = math.max(1L, math.min(settings.lingerMs, ShardBuffer.PaceHorizonMs)) * 1000000L
   private var windowStart = clock.nanoTime()
   private var windowBytes = 0L
