@@ -129,8 +129,8 @@ def main() -> None:
             },
         )
 
-        # A lone record to an idle stream: confirmed one round trip after it reached the writer, not after
-        # RecordMaxBufferedTime (the test sets it far above any round trip here).
+        # A lone record to an idle stream: confirmed a millisecond and a round trip after it reached the writer, not
+        # after RecordMaxBufferedTime (the test sets it far above any round trip here).
         lone = 2 * n
         poll("nothing in flight", lambda: (p := live_producer(spark, stream)) and p.in_flight_records == 0)
         confirmed = live_producer(spark, stream).records_sent

@@ -7,7 +7,7 @@ import java.security.MessageDigest
 import org.scalatest.funsuite.AnyFunSuite
 import io.github.sparkkinesis.shaded.kpl.protobuf.Messages
 
-import io.github.sparkkinesis.aggregation.{AggregateFormat, AggregationSettings, HashKey, ShardMap, ShardRange}
+import io.github.sparkkinesis.aggregation.{AggregateFormat, AggregationSettings, HashKey, Pacing, ShardMap, ShardRange}
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 class AggregationSuite extends AnyFunSuite {
@@ -94,23 +94,36 @@ class AggregationSuite extends AnyFunSuite {
     assert(shared.metrics.recordsSent.getCount == 300 && shared.metrics.aggregatesSent.getCount == sent.size)
   }
 
-  test("an idle shard's record goes at once; behind one in flight, records gather for at most their linger") {
+  test(
+    "an idle shard's records go after a millisecond's gather; behind two in flight, they wait for at most a linger"
+  ) {
     val fakes = new FakePool
     val w = writerAgg(fakes, Map("kpl.RecordMaxBufferedTime" -> "50"))
     w.open(0, 0)
+    def sent = fakes.last.sent.asScala
+    def lastRecords = userRecords(sent.last).map(_._3)
     w.process(row("a", "1"))
-    assert(fakes.last.sent.size == 1, "nothing of its shard in flight: sent at once, no linger")
     w.process(row("a", "2"))
-    w.process(row("a", "3"))
-    fakes.tick(49)
-    assert(fakes.last.sent.size == 1, "sealed while the shard's first aggregate is in flight, before the linger")
+    assert(sent.isEmpty, "the idle shard's buffer gathers")
     fakes.tick(1)
-    assert(fakes.last.sent.size == 2 && userRecords(fakes.last.sent.asScala.last).map(_._3) == Seq("2", "3"))
+    assert(sent.size == 1 && lastRecords == Seq("1", "2"), "what came within the gather goes as one aggregate")
+    w.process(row("a", "3"))
+    fakes.tick(1)
+    assert(sent.size == 2 && lastRecords == Seq("3"), "one aggregate in flight: the shard is still idle")
     w.process(row("a", "4"))
-    fakes.last.succeedOldestIn(FakeMetadata.even(2)) // the first answer: the shard still has one in flight
-    assert(fakes.last.sent.size == 2)
-    fakes.last.succeedOldestIn(FakeMetadata.even(2)) // none in flight: what gathered goes
-    assert(fakes.last.sent.size == 3 && userRecords(fakes.last.sent.asScala.last).map(_._3) == Seq("4"))
+    w.process(row("a", "5"))
+    fakes.tick(49)
+    assert(sent.size == 2, "two in flight: records gather, up to their linger")
+    fakes.tick(1)
+    assert(sent.size == 3 && lastRecords == Seq("4", "5"), "the linger seals them")
+    w.process(row("a", "6"))
+    fakes.last.succeedOldestIn(FakeMetadata.even(2)) // the first answer: the shard still has two in flight
+    fakes.tick(1)
+    assert(sent.size == 3)
+    fakes.last.succeedOldestIn(FakeMetadata.even(2)) // one in flight: what gathered goes after the gather
+    assert(sent.size == 3)
+    fakes.tick(1)
+    assert(sent.size == 4 && lastRecords == Seq("6"))
     fakes.last.succeedAllIn(FakeMetadata.even(2))
     w.close(null)
   }
@@ -122,16 +135,20 @@ class AggregationSuite extends AnyFunSuite {
     val map = FakeMetadata.even(2).shards
     val Seq(k0, k1) =
       Seq(0, 1).map(i => Iterator.from(0).map(n => s"k$n").find(k => map.indexOf(HashKey.ofPartitionKey(k)) == i).get)
-    w.process(row(k0, "0"))
-    w.process(row(k1, "0"))
-    assert(fakes.last.sent.size == 2, "both shards idle: their first records went at once, and stay in flight")
+    (1 to Pacing.IdleInFlight).foreach { i => // each shard's idle gathers go, until it is no longer idle
+      w.process(row(k0, s"-$i"))
+      w.process(row(k1, s"-$i"))
+      fakes.tick(1)
+    }
+    val busy = 2 * Pacing.IdleInFlight
+    assert(fakes.last.sent.size == busy, "both shards idle: their records went after each gather, and stay in flight")
     w.process(row(k0, "1"))
     fakes.tick(500) // the second shard's next record, 0.5 s later
     w.process(row(k1, "2"))
     fakes.tick(499)
-    assert(fakes.last.sent.size == 2, "sealed before the first record's linger")
+    assert(fakes.last.sent.size == busy, "sealed before the first record's linger")
     fakes.tick(1)
-    assert(fakes.last.sent.size == 4, "the second shard's aggregate goes with the first's, not after its own linger")
+    assert(fakes.last.sent.size == busy + 2, "the second shard's aggregate goes with the first's, not after its own")
     fakes.last.succeedAllIn(FakeMetadata.even(2))
     w.close(null)
   }
@@ -266,8 +283,8 @@ class AggregationSuite extends AnyFunSuite {
   }
 
   /** A writer aggregating 40 records (keys k0..k39) on `shards` even shards, then closing (its commit waits) on the
-    * returned thread. The first record of each shard goes at once (the shard is idle), alone in its aggregate; the rest
-    * gather behind it and linger a minute, so the commit seals them: two aggregates per shard.
+    * returned thread. Each shard is idle and its buffer gathers, but the clock does not move (the linger is a minute),
+    * so the commit seals them: one aggregate per shard.
     */
   private def fortyClosing(shards: Int): (FakePool, FakeProducer, FakeMetadata, Thread) = {
     val fakes = new FakePool
@@ -285,7 +302,7 @@ class AggregationSuite extends AnyFunSuite {
   test("an aggregate confirmed in a split's child that does not hold all of it: every record is sent again") {
     val (fakes, p, meta, closer) = fortyClosing(2)
     val keys = (0 until 40).map(i => s"k$i")
-    eventually(p.sent.size == 4) // per shard: its first record, then the rest
+    eventually(p.sent.size == 2)
     // The stream split into four: each two-shard aggregate lands in the quarter of its first record's key (its
     // explicit hash key), which holds only some of its records. A KCL consumer drops such an aggregate whole.
     meta.current = FakeMetadata.even(4)
@@ -295,8 +312,8 @@ class AggregationSuite extends AnyFunSuite {
     assert(halves.forall(ks => ks.map(k => four.indexOf(HashKey.ofPartitionKey(k))).distinct.size == 2))
     p.succeedAllIn(meta.current)
     val m = fakes.pool.live.head.metrics
-    // All of both big aggregates, the records the landing shard holds too; a first record alone is where it belongs.
-    eventually(m.resentRecords.getCount == 38)
+    // All of both aggregates, the records the landing shard holds too.
+    eventually(m.resentRecords.getCount == 40)
     assert(closer.isAlive, "re-sent records are not confirmed yet")
     eventually(p.outstandingRecords > 0)
     // the re-sent records go out under the new map (the commit seals them at once, or the linger does)
@@ -304,36 +321,36 @@ class AggregationSuite extends AnyFunSuite {
       p.succeedAllIn(meta.current)
       !closer.isAlive
     }
-    assert(m.recordsSent.getCount == 40 && m.misplacedAggregates.getCount == 4)
+    assert(m.recordsSent.getCount == 40 && m.misplacedAggregates.getCount == 2)
     assert(
-      p.sent.asScala.drop(4).map(a => four.indexOf(HashKey.ofDecimal(a.explicitHashKey))).toSet == (0 until 4).toSet
+      p.sent.asScala.drop(2).map(a => four.indexOf(HashKey.ofDecimal(a.explicitHashKey))).toSet == (0 until 4).toSet
     )
   }
 
   test("an aggregate in a shard the map read again does not know yet (it lags the reshard): its records go alone") {
     val (fakes, p, _, closer) = fortyClosing(2)
-    eventually(p.sent.size == 4) // per shard: its first record, then the rest
+    eventually(p.sent.size == 2)
     // Kinesis answers from the children of a split; ListShards still names the two parents.
     p.succeedAll(r => "shardId-4-" + FakeMetadata.even(4).shards.indexOf(HashKey.of(r.partitionKey, r.explicitHashKey)))
     val m = fakes.pool.live.head.metrics
-    eventually(m.resentRecords.getCount == 40 && p.sent.size == 44)
-    val again = p.sent.asScala.drop(4)
+    eventually(m.resentRecords.getCount == 40 && p.sent.size == 42)
+    val again = p.sent.asScala.drop(2)
     assert(again.forall(r => r.explicitHashKey == null), "alone, placed by their own keys: no aggregate again")
     assert(again.map(r => StandardCharsets.UTF_8.decode(r.data).toString).toSet == (0 until 40).map(i => s"k$i").toSet)
     p.succeedAllIn(FakeMetadata.even(2))
     eventually(!closer.isAlive)
-    assert(m.recordsSent.getCount == 40 && m.misplacedAggregates.getCount == 4 && p.sent.size == 44)
+    assert(m.recordsSent.getCount == 40 && m.misplacedAggregates.getCount == 2 && p.sent.size == 42)
   }
 
   test("an aggregate confirmed in a merge's child, which holds all of it, is delivered: nothing is sent again") {
     val (fakes, p, meta, closer) = fortyClosing(4)
-    eventually(p.sent.size == 8) // per shard of four: its first record, then the rest
+    eventually(p.sent.size == 4)
     meta.current = FakeMetadata.even(2) // merged in pairs: each child holds two parents' ranges
     p.succeedAllIn(meta.current)
     eventually(!closer.isAlive)
     val m = fakes.pool.live.head.metrics
-    assert(m.misplacedAggregates.getCount == 8 && m.resentRecords.getCount == 0 && m.recordsSent.getCount == 40)
-    assert(p.sent.size == 8)
+    assert(m.misplacedAggregates.getCount == 4 && m.resentRecords.getCount == 0 && m.recordsSent.getCount == 40)
+    assert(p.sent.size == 4)
   }
 
   test("writers with different queue_limit or max_outstanding_bytes on one stream get their own producer and bound") {

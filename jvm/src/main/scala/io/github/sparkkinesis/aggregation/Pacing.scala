@@ -5,12 +5,13 @@ package io.github.sparkkinesis.aggregation
   * re-sent every millisecond. Kinesis' answers move the producer's share of it ([[RateShare]]). Everything here runs
   * under the shard buffer's lock, so a shard's aggregates reach the producer in the order they were sealed.
   *
-  * When a shard's buffer is sealed: by size or count, by a task's commit, by its linger, and as soon as the shard is
-  * idle ([[sendIfIdle]]): fewer than [[Pacing.IdleInFlight]] of its aggregates are in flight and none waits for its
-  * quota. That is Nagle's rule (TCP sends at once when nothing is unacknowledged) and Kafka's producer's (a batch goes
-  * when its broker's connection is free): a record at a trickle leaves at once, not after a linger, and while an
-  * aggregate is in flight the next ones gather, so under load aggregates fill by themselves. The linger stays the bound
-  * on any record's wait.
+  * When a shard's buffer is sealed: by size or count, by a task's commit, by its linger, and when the shard is idle
+  * ([[sendIfIdle]]): fewer than [[Pacing.IdleInFlight]] of its aggregates are in flight and none waits for its quota;
+  * then its records gather for [[Pacing.GatherNanos]] and go. That is Nagle's rule (TCP sends at once when nothing is
+  * unacknowledged) and Kafka's producer's (a batch goes, after `linger.ms`, when its connection has fewer than
+  * `max.in.flight.requests.per.connection` requests out): a record at a trickle leaves within a millisecond, not after
+  * a linger, and while aggregates are in flight the next ones gather, so under load aggregates fill by themselves. The
+  * linger stays the bound on any record's wait.
   */
 private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: AggregationMetrics, send: Outgoing => Unit) {
 
@@ -44,17 +45,28 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     send(a)
   }
 
-  /** Seals `b` and sends what it holds if the shard is idle: fewer than [[Pacing.IdleInFlight]] of its aggregates in
-    * flight, none waiting for its quota, and room in the quota for a full aggregate now. Without that room the buffer
-    * goes on gathering until there is (then it is asked again): a shard its quota holds back gets full aggregates, as
-    * before, not one part-full aggregate each time a little room comes back. A shard that fills an aggregate within its
-    * pace window ([[ShardBuffer.fillsWithinLinger]]) is never idle: it seals by size, as before. Called under `b`'s
-    * lock after a record is added and after an answer.
+  /** Gathers `b`'s records for [[Pacing.GatherNanos]], then seals and sends them ([[gathered]]), if the shard is idle:
+    * fewer than [[Pacing.IdleInFlight]] of its aggregates in flight and none waiting for its quota. A shard that fills
+    * an aggregate within its pace window ([[ShardBuffer.fillsWithinLinger]]) is never idle: it seals by size, as
+    * before. Called under `b`'s lock after a record is added and after an answer.
     */
   def sendIfIdle(b: ShardBuffer): Unit =
-    if (
-      b.inFlight < Pacing.IdleInFlight && b.waiting.isEmpty && !b.isEmpty && !b.awaitingRoom && !b.fillsWithinLinger
-    ) {
+    if (idle(b) && !b.gathering && !b.fillsWithinLinger) {
+      b.gathering = true
+      scheduler.after(Pacing.GatherNanos)(() => gathered(b))
+    }
+
+  private def idle(b: ShardBuffer): Boolean =
+    b.inFlight < Pacing.IdleInFlight && b.waiting.isEmpty && !b.isEmpty && !b.awaitingRoom
+
+  /** `b`'s gather ended: seals and sends what it holds if the shard is still idle and its quota has room for a full
+    * aggregate now. Its pace is not asked again: records that came together within the gather are a burst, not a rate.
+    * Without that room the buffer goes on gathering until there is (then it is asked again): a shard its quota holds
+    * back gets full aggregates, as before, not one part-full aggregate each time a little room comes back.
+    */
+  private def gathered(b: ShardBuffer): Unit = b.synchronized {
+    b.gathering = false
+    if (idle(b)) {
       val wait = b.quota.waitFor(b.maxQuotaBytes)
       if (wait == 0L) dispatch(b, b.seal())
       else {
@@ -62,6 +74,7 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
         scheduler.after(wait)(() => roomCame(b))
       }
     }
+  }
 
   private def roomCame(b: ShardBuffer): Unit = b.synchronized {
     b.awaitingRoom = false
@@ -120,9 +133,18 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
 
 private[sparkkinesis] object Pacing {
 
-  /** A shard with fewer of its aggregates in flight than this is idle: what its buffer holds goes at once. One, as in
-    * Nagle's rule: a record waits for at most one round trip before it is sent, and under load a request in flight per
-    * shard gathers the next aggregate (docs/configuration.md, "Low latency", has the figures).
+  /** A shard with fewer of its aggregates in flight than this is idle: what its buffer holds goes after the gather.
+    * Two, not one as in Nagle's rule: the KPL daemon answers a record 5 to 15 ms after it is put even on loopback (from
+    * the JVM it drains its pipe after sleeps that double from 0.1 to 10 ms while none comes, and it writes answers back
+    * after 5 ms sleeps while it has none), so input that comes in bursts (a real-time query's Kafka polls) would wait
+    * for that answer, burst after burst. More than two cost aggregates at a steady rate, each a Kinesis record to
+    * build, send and confirm (docs/configuration.md, "Low latency", has the figures).
     */
-  val IdleInFlight = 1
+  val IdleInFlight = 2
+
+  /** How long an idle shard's buffer gathers before it is sealed: records that come together (a burst of a real-time
+    * query's input) go as one aggregate, not one Kinesis record each. A millisecond, as the daemon's own collection
+    * ([[io.github.sparkkinesis.Aggregation.DaemonBufferMs]]).
+    */
+  val GatherNanos: Long = 1000000L
 }

@@ -43,6 +43,9 @@ private[sparkkinesis] final class ShardBuffer(
   /** The shard was idle but its quota had no room for a full aggregate: a ticket is due when it will. */
   private[aggregation] var awaitingRoom = false
 
+  /** The shard was idle and its buffer gathers ([[Pacing.GatherNanos]]): a ticket seals it when the gather ends. */
+  private[aggregation] var gathering = false
+
   /** The linger ended while aggregates waited for the shard's quota: the buffer is sealed when they have gone, so a
     * shard held back by its quota gets fewer, fuller aggregates rather than a queue of small ones.
     */
@@ -118,8 +121,9 @@ private[sparkkinesis] final class ShardBuffer(
   }
 
   /** Whether records come to this shard fast enough to fill an aggregate within `RecordMaxBufferedTime` (at most
-    * [[ShardBuffer.PaceHorizonMs]]): a full aggregate's bytes came within the current or the last such window, or the
-    * open aggregate, at the pace it filled so far, would be full within one. Such a shard does not send when idle
+    * [[ShardBuffer.PaceHorizonMs]]): a full aggregate's bytes came within the last such window, or come at that pace
+    * in the current one (once a tenth of it has passed: a burst at its start is not a pace), or the open aggregate, at
+    * the pace it filled so far, would be full within one. Such a shard does not send when idle
     * ([[Pacing.sendIfIdle]]): its aggregates fill within their linger anyway, and sending at each answer would only cut
     * them into pieces of one round trip's records, each a Kinesis record to build, send and confirm.
     */
@@ -128,8 +132,10 @@ private[sparkkinesis] final class ShardBuffer(
     val now = clock.nanoTime()
     roll(now)
     val max = settings.aggregateMaxBytes
+    val elapsed = now - windowStart
     val open = now - openedAt
     windowBytes >= max || lastPace >= max ||
+    elapsed * 10 >= windowNanos && windowBytes.toDouble * windowNanos >= max * elapsed.toDouble ||
     entries.length >= PaceRecords && open >= PaceNanos && size.toDouble * windowNanos >= max * open.toDouble
   }
 

@@ -28,23 +28,24 @@ class SealingSimulationSuite extends AnyFunSuite {
         s"throttled ${r.throttled} of ${r.requests}"
     )
 
-  test("a trickle: each record is sent at once and confirmed one round trip later, not after a linger") {
+  test("a trickle: each record goes after the gather and is confirmed one round trip later, not after a linger") {
     val r = new Simulation(shards = 1, rttMs = 4).run(ratePerSecond = 20, seconds = 10)
     report("20 records/s", r)
     assert(r.confirmed == 200)
-    assert(r.p(100) <= 4, s"a lone record waited ${r.p(100)} ms for a 4 ms round trip (RecordMaxBufferedTime 100 ms)")
+    assert(r.p(100) <= GatherMs + 4, s"a lone record waited ${r.p(100)} ms: a 1 ms gather, a 4 ms round trip")
     assert(r.perAggregate == 1.0)
   }
 
-  test("a steady rate below the quota: records gather while one aggregate is in flight, each waits one trip at most") {
+  test("a steady rate below the quota: records gather while aggregates are in flight, each waits one trip at most") {
     for ((rate, shards) <- Seq((1000, 4), (10000, 4), (2000, 1))) {
       val r = new Simulation(shards, rttMs = 4).run(rate, seconds = 10)
       report(s"$rate records/s on $shards shards", r)
       assert(r.confirmed == rate * 10)
       assert(r.throttled == 0)
-      assert(r.p(100) <= 2 * 4 + 1, s"$rate/s: a record waited ${r.p(100)} ms, more than two round trips")
-      // At most one aggregate per shard and round trip: rate × trip records to a shard gather in it.
-      assert(r.kinesisRecordsPerSecond <= shards * 1000.0 / 4 + 1, s"$rate/s: ${r.kinesisRecordsPerSecond} a second")
+      assert(r.p(100) <= GatherMs + 2 * 4, s"$rate/s: a record waited ${r.p(100)} ms, more than two round trips")
+      // At most IdleInFlight aggregates per shard and round trip: what comes meanwhile gathers.
+      val most = shards * Pacing.IdleInFlight * 1000.0 / 4
+      assert(r.kinesisRecordsPerSecond <= most, s"$rate/s: ${r.kinesisRecordsPerSecond} Kinesis records a second")
     }
   }
 
@@ -55,9 +56,11 @@ class SealingSimulationSuite extends AnyFunSuite {
     assert(r.confirmed == 80000 && r.throttled == 0 && r.inOrder)
     val full = r.meanAggregateBytes(from = 0, until = 10)
     assert(full >= 0.95 * settings.maxSize, s"aggregates of $full B at a rate that fills them within the linger")
-    // The first record finds the shard idle; by the first answer, a round trip's records show the pace.
+    // The shard is idle until IdleInFlight gathers are in flight (a millisecond's records each); by the first answer, a
+    // round trip's records show the pace.
     val sizes = r.sends.map(_._2)
-    assert(sizes.head < 1000 && sizes.drop(1).dropRight(1).forall(_ >= 0.95 * settings.maxSize), sizes.take(4))
+    val (idle, busy) = sizes.splitAt(Pacing.IdleInFlight)
+    assert(idle.forall(_ < 1000) && busy.dropRight(1).forall(_ >= 0.95 * settings.maxSize), sizes.take(4))
     assert(r.p(100) <= settings.lingerMs + 2 * 4, s"a record waited ${r.p(100)} ms")
   }
 
@@ -90,7 +93,7 @@ class SealingSimulationSuite extends AnyFunSuite {
     val r = new Simulation(shards = 1, rttMs = 60000).run(ratePerSecond = 100, seconds = 1, drainSeconds = 0)
     val waits = r.sendWaits
     info(f"a round trip of 60 s: records waited at most ${waits.max}%.0f ms to be sent")
-    assert(waits.head == 0.0, "the first record of an idle shard goes at once")
+    assert(waits.head == GatherMs, "the first record of an idle shard goes after the gather")
     assert(waits.max <= settings.lingerMs, s"a record waited ${waits.max} ms, more than its linger")
   }
 }
@@ -102,6 +105,7 @@ private object SealingSimulationSuite {
   val settings: AggregationSettings =
     AggregationSettings(51200, 4294967295L, lingerMs = 100, recheckMs = 3600000, rateLimit = 100)
   val RecordBytes = 100
+  val GatherMs: Double = Pacing.GatherNanos / 1e6
 
   final class Result(
       latencies: ArrayBuffer[Double],

@@ -6,6 +6,7 @@ import java.nio.file.Files
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import io.github.sparkkinesis.FakeClock
@@ -13,7 +14,17 @@ import io.github.sparkkinesis.FakeClock
 /** Skip on replay's pure parts: the multiset and its per-attempt use, the store on the local file system, the flush
   * interval on a fake clock.
   */
-class ReplaySuite extends AnyFunSuite {
+class ReplaySuite extends AnyFunSuite with BeforeAndAfterAll {
+
+  /** The stores' directories, all under one, removed when the suite ends. */
+  private val root = Files.createTempDirectory("replay-suite")
+
+  override def afterAll(): Unit = {
+    val walk = Files.walk(root)
+    try walk.sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.delete(p))
+    finally walk.close()
+  }
+
   private def fp(stream: String, key: String, hashKey: String, data: String): (Long, Long) = {
     var out = (0L, 0L)
     Fingerprint.of(stream, key, hashKey, ByteBuffer.wrap(data.getBytes(UTF_8)), (a: Long, b: Long) => out = (a, b))
@@ -69,7 +80,7 @@ class ReplaySuite extends AnyFunSuite {
   }
 
   private def tempStore(): (FingerprintStore, java.io.File) = {
-    val dir = Files.createTempDirectory("fingerprints").toFile
+    val dir = Files.createTempDirectory(root, "fingerprints").toFile
     (new FingerprintStore(new Path(dir.toURI), new Configuration()), dir)
   }
 
