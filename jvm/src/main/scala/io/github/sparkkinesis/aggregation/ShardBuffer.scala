@@ -121,11 +121,11 @@ private[sparkkinesis] final class ShardBuffer(
   }
 
   /** Whether records come to this shard fast enough to fill an aggregate within `RecordMaxBufferedTime` (at most
-    * [[ShardBuffer.PaceHorizonMs]]): a full aggregate's bytes came within the last such window, or come at that pace
-    * in the current one (once a tenth of it has passed: a burst at its start is not a pace), or the open aggregate, at
-    * the pace it filled so far, would be full within one. Such a shard does not send when idle
-    * ([[Pacing.sendIfIdle]]): its aggregates fill within their linger anyway, and sending at each answer would only cut
-    * them into pieces of one round trip's records, each a Kinesis record to build, send and confirm.
+    * [[ShardBuffer.PaceHorizonMs]]): a full aggregate's bytes came within the last such window, or come at that pace in
+    * the current one (once a tenth of it has passed: a burst at its start is not a pace), or the open aggregate, at the
+    * pace it filled so far, would be full within one. Such a shard does not send when idle ([[Pacing.sendIfIdle]]): its
+    * aggregates fill within their linger anyway, and sending at each answer would only cut them into pieces of one
+    * round trip's records, each a Kinesis record to build, send and confirm.
     */
   def fillsWithinLinger: Boolean = {
     import ShardBuffer.{PaceNanos, PaceRecords}
