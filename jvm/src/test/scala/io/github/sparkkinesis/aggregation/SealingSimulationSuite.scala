@@ -49,6 +49,16 @@ class SealingSimulationSuite extends AnyFunSuite {
     }
   }
 
+  test("bursts (a real-time query's polls): each goes as one aggregate a shard, none waits for the one before") {
+    // 12,000 records/s as 120 every 10 ms over 4 shards, and a 10 ms round trip, as the KPL daemon's on loopback: a
+    // burst comes while the one before is in flight. About 0.3 MB/s a shard: not busy.
+    val r = new Simulation(shards = 4, rttMs = 10).run(ratePerSecond = 12000, seconds = 10, burstEveryMs = 10)
+    report("120 records every 10 ms on 4 shards, a 10 ms round trip", r)
+    assert(r.confirmed == 120000 && r.throttled == 0 && r.inOrder)
+    assert(r.p(100) <= GatherMs + 10, s"a record waited ${r.p(100)} ms: more than the gather and one round trip")
+    assert(r.kinesisRecordsPerSecond <= 4 * 100 + 1, s"${r.kinesisRecordsPerSecond} Kinesis records a second")
+  }
+
   test("a shard that fills an aggregate within its linger seals full ones, not one per round trip") {
     // 8,000 records/s of 100 B on one shard: about 0.85 MB/s, under its quota; a full aggregate every 60 ms.
     val r = new Simulation(shards = 1, rttMs = 4).run(ratePerSecond = 8000, seconds = 10)
@@ -227,14 +237,14 @@ private object SealingSimulationSuite {
     )
     aggregator.expectWriters(1)
 
-    /** `ratePerSecond` records of 100 B (keys k0..k96) for `seconds`, spread evenly over each millisecond, then up to
-      * `drainSeconds` for the rest to be confirmed.
+    /** `ratePerSecond` records of 100 B (keys k0..k96) for `seconds`, spread evenly over each millisecond (or added
+      * together every `burstEveryMs`), then up to `drainSeconds` for the rest to be confirmed.
       */
-    def run(ratePerSecond: Int, seconds: Int, drainSeconds: Int = 5): Result = {
+    def run(ratePerSecond: Int, seconds: Int, drainSeconds: Int = 5, burstEveryMs: Int = 1): Result = {
       var sent = 0
       var ms = 0
       while (ms < seconds * 1000) {
-        val due = ((ms + 1).toLong * ratePerSecond / 1000).toInt
+        val due = ((ms / burstEveryMs + 1).toLong * burstEveryMs * ratePerSecond / 1000).toInt
         while (sent < due) {
           aggregator.add(record(sent))
           sent += 1
