@@ -11,9 +11,10 @@ from spark_kinesis_testkit.emulator import producer_snapshot, read_stream
 QUEUE_LIMIT = 100
 
 
-def _snapshot(spark):
-    """(records in flight, backpressureCycles) summed over this JVM's live producers."""
-    live = producer_snapshot(spark)
+def _snapshot(spark, stream):
+    """(records in flight, backpressureCycles) of this JVM's live producers for ``stream`` (other tests' pooled
+    producers live on in the session and must not count)."""
+    live = [p for p in producer_snapshot(spark) if p.source.endswith(f".{stream}")]
     return sum(p.in_flight_records for p in live), sum(p.backpressure_cycles for p in live)
 
 
@@ -30,13 +31,13 @@ def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path
         queue_limit=QUEUE_LIMIT,
         **kinesis.writer_options(AggregationEnabled=False, RecordMaxBufferedTime=50),
     )
-    _, cycles_before = _snapshot(spark)
+    _, cycles_before = _snapshot(spark, stream)
     queries: list = []
     samples = sampled_while(
-        lambda: _snapshot(spark)[0],
+        lambda: _snapshot(spark, stream)[0],
         lambda: queries.append(run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer, entry=entry)),
     )
-    _, cycles_after = _snapshot(spark)
+    _, cycles_after = _snapshot(spark, stream)
 
     assert len(samples) > 20, "the sampler should have observed the query"
     assert max(samples) > 0, "the sampler saw records in flight"

@@ -66,6 +66,9 @@ private[sparkkinesis] object QueueLimiter {
   /** Reserves one record and `n` bytes in `records`/`bytes` if the result stays below `queueLimit` records and within
     * `maxBytes` bytes (a record larger than `maxBytes` goes alone, when nothing else is outstanding). Compare-and-set
     * on both counters, no lock: concurrent callers can never overshoot a bound together.
+    *
+    * The writer never reaches "goes alone": [[RecordLimit.checkBound]] fails a record larger than the bound first, with
+    * the fix. It stays so that a caller that skips that check waits for the bound to empty, never forever.
     */
   def reserve(queueLimit: Int, maxBytes: Long, records: AtomicLong, bytes: AtomicLong): Int => Boolean = n => {
     var r = records.get
