@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import filecmp
 import hashlib
 import json
 import os
 import re
+import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -223,3 +225,27 @@ def assert_quiet_interruption(log: str, what: str) -> list[Any]:
     assert "KinesisWriteException" not in log, f"{what} surfaced as a writer failure"
     assert re.search(r"KinesisTaskWriter aborted partition=\d+", log), f"the writer did not close when {what}"
     return lines
+
+
+@contextlib.contextmanager
+def mounted(kind: str, options: str, where: Path) -> Iterator[Path]:
+    """A tmpfs mounted at ``where`` with ``options`` (needs root and mount rights: skip otherwise)."""
+    where.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"{options},size=256m", "tmpfs", str(where)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a {kind} tmpfs here: {done.stderr.decode().strip()[:200]}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "--lazy", str(where)], check=True)  # lazy: a JVM may still hold a file there
+
+
+def read_only(where: Path) -> Any:
+    """A directory no process here may write to: a read-only tmpfs for root (which writes through permission bits),
+    else mode 555."""
+    if os.geteuid() == 0:
+        return mounted("read-only", "ro", where)
+    where.mkdir(mode=0o555)
+    return contextlib.nullcontext(where)

@@ -8,10 +8,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import account, payload, rows_for, run_available_now, session_jars, wait_for, write_input
+from helpers import account, payload, read_only, rows_for, run_available_now, session_jars, wait_for, write_input
 from probe import Probe
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
+from spark_kinesis_testkit.faults import FaultFront
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,34 +82,68 @@ def test_two_writers_report_separately(spark, kinesis, tmp_path, metrics_dir):
         assert writers[name].metrics()["recordsSent"] == n
 
 
+DRIVER_KEY = "AKIADRIVERONLY000000"
+
+
 @pytest.mark.e2e
-def test_local_cluster_executors_report_and_totals_add_up(kinesis, stream, tmp_path):
+def test_local_cluster_executors_unlike_their_driver_report_and_add_up(kinesis, stream, tmp_path):
+    """local-cluster, credentials from the default chain: Kinesis does not know the driver's key (its environment, a
+    laptop's in client mode), the executors' (spark.executorEnv, as IRSA gives a service account's pods) may write. The
+    driver's check refuses the start, naming driver_check; with driver_check=False the query runs, each executor JVM
+    reports to its own metrics sink, and the totals add up to every record read back. The executors' java.io.tmpdir is
+    read-only and kpl.TempDirectory writable: their daemons start there, the daemon probe's output too
+    (docs/reliability.md, "What the checks refuse and what they let through")."""
     n = 2_000
     write_input(tmp_path / "in", rows_for(range(n)), files=4)
     metrics_dir = tmp_path / "metrics"
     metrics_dir.mkdir()
-    cfg = {
-        "input": str(tmp_path / "in"),
-        "checkpoint": str(tmp_path / "ckpt"),
-        "stream": stream,
-        "writer_options": kinesis.writer_options(),
-        "jars": session_jars(),
-        "metrics_dir": str(metrics_dir),
+    opts = kinesis.writer_options()
+    executor_key = {
+        "AWS_ACCESS_KEY_ID": opts.pop("aws_access_key_id"),
+        "AWS_SECRET_ACCESS_KEY": opts.pop("aws_secret_access_key"),
     }
-    probe = Probe("cluster_probe.py", cfg, tmp_path)
-    try:
-        totals = probe.next("TOTALS", timeout_s=600)  # AssertionError with its logs if it ends without them
-        # Each executor JVM (ids 0 and 1; the driver is "driver") has its own source and sink.
-        wait_for(lambda: csv_total(metrics_dir, stream, "recordsSent") == n, 60, "executors' recordsSent to sum to n")
-        per_executor = csv_last(metrics_dir, stream, "recordsSent")
-    finally:
-        probe.release()
-        probe.wait(120)
+    kpl_tmp = tmp_path / "kpl-tmp"
+    kpl_tmp.mkdir()
+    with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as front, read_only(tmp_path / "ro-tmp") as locked:
+        front.deny(
+            "DescribeStreamSummary", "ListShards", "PutRecords", key_id=DRIVER_KEY, code="UnrecognizedClientException"
+        )
+        opts.update(endpoint=front.endpoint, kpl={**opts["kpl"], "TempDirectory": str(kpl_tmp)})
+        cfg = {
+            "input": str(tmp_path / "in"),
+            "checkpoint": str(tmp_path / "ckpt"),
+            "stream": stream,
+            "writer_options": opts,
+            "jars": session_jars(),
+            "metrics_dir": str(metrics_dir),
+            "driver_env": {"AWS_ACCESS_KEY_ID": DRIVER_KEY, "AWS_SECRET_ACCESS_KEY": "driver-secret-not-a-key"},
+            "executor_env": executor_key,
+            "executor_tmpdir": str(locked),
+        }
+        probe = Probe("cluster_probe.py", cfg, tmp_path)
+        try:
+            totals = probe.next("TOTALS", timeout_s=600)  # AssertionError with its logs if it ends without them
+            # Each executor JVM (ids 0 and 1; the driver is "driver") has its own source and sink.
+            wait_for(lambda: csv_total(metrics_dir, stream, "recordsSent") == n, 60, "executors' recordsSent to sum")
+            per_executor = csv_last(metrics_dir, stream, "recordsSent")
+        finally:
+            probe.release()
+            result = probe.wait(120)
+        signers = front.signers()
+        assert not list(locked.iterdir()), "an executor wrote under its read-only java.io.tmpdir"
+    refused = result.said.get("REFUSED")
+    assert refused is not None, f"the driver's check let through a start its credentials cannot make: {result.said}"
+    for words in ("UnrecognizedClientException", f"stream {stream}", "driver_check=false"):
+        assert words in refused["error"], f"{refused['error'][:2000]!r} should say {words!r}"
+    assert refused["seconds"] < 10, refused
+    assert signers.get(DRIVER_KEY, 0) > 0 and signers.get(executor_key["AWS_ACCESS_KEY_ID"], 0) > 0, signers
     assert set(per_executor) == {"0", "1"}, per_executor
     assert all(v > 0 for v in per_executor.values()), per_executor
     assert totals["recordsSent"] == sum(per_executor.values()) == n
     read_back = account(range(n), read_stream(kinesis.client(), stream))
     assert read_back.missing == [] and len(read_back.by_id) == totals["recordsSent"]
+    assert all(r.data == payload(i) for i, r in read_back.by_id.items())
+    print(f"\nrefused in {refused['seconds']:.1f} s; then {n} delivered with driver_check=False; signers {signers}")
 
 
 def test_every_metric_is_documented():

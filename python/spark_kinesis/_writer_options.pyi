@@ -38,6 +38,11 @@ class WriterOptions(TypedDict, total=False):
     """with ``dedupe_location``: how often a running task writes the fingerprints confirmed since its last write (a
     killed executor re-sends at most this window). Default: 5000.
     """
+    driver_check: bool
+    """ask Kinesis about the stream on the driver when the query starts, so a missing stream, refused credentials or
+    an untrusted endpoint fail there; ``False`` for a driver that cannot reach Kinesis or whose credentials are
+    not the executors' (the executors' writes still fail those within seconds). Default: True.
+    """
     aws_access_key_id: str | None
     """static credentials, with ``aws_secret_access_key``; default: the AWS default credentials chain."""
     aws_secret_access_key: str | None

@@ -16,7 +16,9 @@ request unchanged to the emulator's plain-HTTP port, and returns its answer, unl
   placed at random, whatever its keys, as Kinesis does. Aggregated records written to an ``AUTO`` stream are
   counted (``stats()["aggregated_on_auto"]``): Kinesis takes them, but a KCL consumer drops an aggregate whole when
   one of its user records' hash keys lies outside the shard it was put in (``kcl.read_stream_kcl`` shows it).
-* ``deny`` - answer an operation with ``AccessDeniedException`` (a role without that permission).
+* ``deny`` - answer an operation with ``AccessDeniedException`` (a role without that permission), for every caller or
+  for the requests one access key signs (``key_id``: a principal without it, beside one with it); with ``code=
+  "UnrecognizedClientException"``, as Kinesis answers a key it does not know. Counted (``stats()["denied"]``).
 * ``hold_shard_maps`` - answer ``ListShards`` of a stream with what the emulator answered the same request before the
   hold, until ``release_shard_maps``: every producer's shard map then lags a reshard made meanwhile, so records routed
   by the old map land in the new shards on purpose (the race of a reshard with a producer's map, which otherwise
@@ -83,6 +85,11 @@ _DEFAULT_RECORD_KIB = 1024  # a stream's MaxRecordSizeInKiB unless raised
 _BURST_BYTES = 10 * 1024 * 1024  # a shard's large-record burst: one record of the largest size
 # A write body shorter than this (base64 makes 4 bytes of 3) holds no record over the smallest limit: not parsed.
 _SMALL_BODY = _DEFAULT_RECORD_KIB * 1024 * 4 // 3
+# What ``deny`` answers with, as Kinesis words it: an action the principal may not take, or a key it does not know.
+_REFUSALS = {
+    "AccessDeniedException": "not authorized to perform: kinesis:{op}",
+    "UnrecognizedClientException": "The security token included in the request is invalid.",
+}
 
 
 @dataclass
@@ -194,6 +201,8 @@ class FaultFront:
         self._signers: dict[str, int] = {}  # access key id of each signed request -> requests
         self._strategies: dict[str, str] = {}  # stream -> RecordDistributionStrategy (USER_PARTITION_KEY if absent)
         self._denied: set[str] = set()  # operations answered with AccessDeniedException
+        self._denied_key: str | None = None  # only for requests this key signs (None: every request)
+        self._denied_code = "AccessDeniedException"
         self._held: set[str] = set()  # streams whose ListShards answers come from self._listings
         self._listings: dict[tuple[str, bytes], tuple[int, bytes, dict[str, str]]] = {}  # the last answer per request
         self._outage_mode: str | None = None
@@ -216,6 +225,7 @@ class FaultFront:
                 "large_admitted",  # records admitted from a shard's large-record burst
                 "held_listings",  # ListShards answered from before a hold
                 "held_records",  # records written to a stream while its shard maps were held
+                "denied",  # requests answered with AccessDeniedException (``deny``)
             ),
             0,
         )
@@ -343,11 +353,16 @@ class FaultFront:
 
         self._call(apply)
 
-    def deny(self, *operations: str) -> None:
-        """Answer these operations (e.g. ``"DescribeStreamSummary"``) with AccessDeniedException; none: allow all."""
+    def deny(self, *operations: str, key_id: str | None = None, code: str = "AccessDeniedException") -> None:
+        """Answer these operations (e.g. ``"DescribeStreamSummary"``) with ``code``, for the requests ``key_id`` signs
+        if given, else for all; none: allow all."""
+        if code not in _REFUSALS:
+            raise ValueError(f"code={code!r}: one of {sorted(_REFUSALS)}")
 
         def apply() -> None:
             self._denied = set(operations)
+            self._denied_key = key_id
+            self._denied_code = code
 
         self._call(apply)
 
@@ -455,8 +470,9 @@ class FaultFront:
             await asyncio.sleep(self._latency_s)
         target = request.headers.get("X-Amz-Target", "")
         op = target[len(_TARGET_PREFIX) :] if target.startswith(_TARGET_PREFIX) else ""
-        if op in self._denied:
-            return _error(400, "AccessDeniedException", f"not authorized to perform: kinesis:{op}")
+        if op in self._denied and self._denied_key in (None, key_id):
+            self._stats["denied"] += 1
+            return _error(400, self._denied_code, _REFUSALS[self._denied_code].format(op=op))
         if op == "DescribeStreamSummary":
             return await self._describe_stream_summary(request, body)
         if op == "UpdateStreamRecordDistributionStrategy":

@@ -60,13 +60,18 @@ private[sparkkinesis] object DaemonCheck {
             s"spark-kinesis carries no KPL daemon (it carries ${have.mkString(", ")}). Run the executors on one of " +
             "those, or build the KPL's daemon for this platform and set kpl.NativeExecutable to it"
         )
-      val set = kpc.getTempDirectory.trim
-      tempDirectory(
-        Paths.get(if (set.nonEmpty) set else System.getProperty("java.io.tmpdir")),
-        if (set.nonEmpty) "kpl.TempDirectory" else "java.io.tmpdir (kpl.TempDirectory unset)",
-        daemonBytes(here)
-      )
+      val (dir, named) = tempDirectoryOf(config)
+      tempDirectory(dir, named, daemonBytes(here))
     }
+  }
+
+  /** Where the KPL writes its daemon and the probe its output: `kpl.TempDirectory`, else `java.io.tmpdir`; and how a
+    * message names it.
+    */
+  def tempDirectoryOf(config: ProducerConfig): (Path, String) = {
+    val set = config.kpc.getTempDirectory.trim
+    if (set.nonEmpty) (Paths.get(set), "kpl.TempDirectory")
+    else (Paths.get(System.getProperty("java.io.tmpdir")), "java.io.tmpdir (kpl.TempDirectory unset)")
   }
 
   private def daemonBytes(platform: String): Long =
@@ -148,9 +153,12 @@ private[sparkkinesis] object DaemonCheck {
         None
     }
 
-  /** Runs `exe` with no arguments: the daemon prints its usage and exits; anything else says why it cannot run. */
-  def probe(exe: Path, timeoutMs: Long = 10000L): Unit = {
-    val out = Files.createTempFile("spark-kinesis-daemon-probe", ".log")
+  /** Runs `exe` with no arguments: the daemon prints its usage and exits; anything else says why it cannot run. Its
+    * output goes to a file in `tempDir` (the KPL's: `java.io.tmpdir` may be read-only where `kpl.TempDirectory` is
+    * set).
+    */
+  def probe(exe: Path, tempDir: Path, timeoutMs: Long = 10000L): Unit = {
+    val out = Files.createTempFile(tempDir, "spark-kinesis-daemon-probe", ".log")
     try {
       val process =
         try new ProcessBuilder(exe.toString).redirectErrorStream(true).redirectOutput(out.toFile).start()

@@ -57,6 +57,11 @@ private[sparkkinesis] final class KinesisTaskWriter(
     s.check()
     if (replay != null && replay.skip(record.stream, record.partitionKey, record.explicitHashKey, record.data)) return
     val bytes = record.data.remaining()
+    s.writes(record.stream)
+    if (!options.failOnError) { // a stream Kinesis refused for good: its records are dropped (PermanentErrors)
+      val refused = producer.refusedNow(record.stream)
+      if (refused != null) { s.dropped(refused, bytes); return }
+    }
     RecordLimit.check(record, bytes, producer)
     RecordLimit.checkBound(record.stream, bytes, options.maxOutstandingBytes)
     // Reserves the record and its bytes (released by its completion, or below if the put throws).

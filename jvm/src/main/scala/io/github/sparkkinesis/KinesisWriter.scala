@@ -42,10 +42,12 @@ object KinesisWriter {
     */
   private[sparkkinesis] def checkBeforeStart(options: KinesisWriterOptions): Unit = {
     val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
-    if (session.exists(_.sparkContext.master.startsWith("local")))
+    // local[...] runs the tasks in this JVM; local-cluster[...] on this host, in JVMs of their own.
+    val local = session.exists(_.sparkContext.master.startsWith("local"))
+    if (local)
       try DaemonCheck.environment(options.producer)
       catch { case e: KinesisWriteException => throw new IllegalArgumentException(e.getMessage, e) }
-    StreamCheck.run(options)
+    StreamCheck.run(options, local)
   }
 
   /** What every entry point checks and builds on the driver: options, the row layout, the driver-side totals. */

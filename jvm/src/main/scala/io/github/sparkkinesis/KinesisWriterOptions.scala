@@ -12,7 +12,8 @@ private[sparkkinesis] final case class KinesisWriterOptions(
     flushTimeoutMs: Long,
     producerIdleTimeoutMs: Long,
     producer: ProducerConfig,
-    dedupe: Option[DedupeOptions] = None
+    dedupe: Option[DedupeOptions] = None,
+    driverCheck: Boolean = true
 ) {
 
   /** Names this writer's metrics source and accumulators: the stream, or `perRowStreams`. */
@@ -120,6 +121,14 @@ private[sparkkinesis] object KinesisWriterOptions {
       "killed executor re-sends at most this window).",
     Some("5000"),
     atLeast1("a positive number of milliseconds")
+  )
+  val DriverCheck: OptionSpec = row(
+    "driver_check",
+    "boolean",
+    "ask Kinesis about the stream on the driver when the query starts, so a missing stream, refused credentials or an " +
+      "untrusted endpoint fail there; ``False`` for a driver that cannot reach Kinesis or whose credentials are not " +
+      "the executors' (the executors' writes still fail those within seconds).",
+    Some("true")
   )
   val AccessKeyId: OptionSpec = row(
     "aws_access_key_id",
@@ -251,7 +260,8 @@ private[sparkkinesis] object KinesisWriterOptions {
       producerIdleTimeoutMs = in.long(ProducerIdleTimeoutMs).get,
       producer = producer,
       dedupe =
-        str(DedupeLocation).map(l => DedupeOptions(DedupeOptions.location(l), in.long(DedupeFlushIntervalMs).get))
+        str(DedupeLocation).map(l => DedupeOptions(DedupeOptions.location(l), in.long(DedupeFlushIntervalMs).get)),
+      driverCheck = in.bool(DriverCheck).get
     )
   }
 

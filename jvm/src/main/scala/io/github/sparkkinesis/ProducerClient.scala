@@ -21,6 +21,11 @@ private[sparkkinesis] trait ProducerClient {
     */
   def permanentErrors(): Seq[(String, String)] = Nil
 
+  /** Fails every record of `stream` put and not yet answered with `error` at once ([[SharedProducer.refuse]]); their
+    * answers, when the daemon gives up on them, are ignored.
+    */
+  def failInFlight(stream: String, error: Throwable): Unit = ()
+
   /** Reads stream layouts with this producer's endpoint, region and credentials (for aggregation in the writer). */
   def streamMetadata(): StreamMetadata
 }
@@ -80,7 +85,7 @@ private[sparkkinesis] object KplProducerClient {
     c.setCredentialsProvider(credentials)
     val producer = new KinesisProducer(c)
     try {
-      DaemonCheck.executableOf(producer).foreach(DaemonCheck.probe(_))
+      DaemonCheck.executableOf(producer).foreach(DaemonCheck.probe(_, DaemonCheck.tempDirectoryOf(config)._1))
       credentials.awaitFirst(CredentialsTimeoutMs)
     } catch { case e: Throwable => producer.destroy(); throw e }
     producer

@@ -19,7 +19,8 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
     val client: ProducerClient,
     val idleTimeoutMs: Long,
     val sourceName: String,
-    newScheduler: String => Scheduler
+    newScheduler: String => Scheduler,
+    val clockMs: () => Long = () => System.currentTimeMillis()
 ) {
   def config: ProducerConfig = key.config
 
@@ -59,27 +60,53 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
   /** The daemon died under us: stop handing this producer out; close it when its last user leaves. */
   def markBroken(): Unit = broken = true
 
-  private val permanent = new java.util.concurrent.ConcurrentHashMap[String, KinesisWriteException]()
+  private val refusals = new java.util.concurrent.ConcurrentHashMap[String, Refusal]()
 
-  /** The first permanent error Kinesis answered this producer's writes to `stream` with (any stream: `None`, a writer
-    * routing by a `streamName` column), or null: its tasks fail with it at once instead of after `kpl.RecordTtl`.
+  /** The watch saw Kinesis refuse writes to `stream` with `code` ([[PermanentErrors]]), which no retry fixes: the first
+    * sighting (or the first after [[PermanentErrors.HoldMs]] without one) logs it; every sighting fails the stream's
+    * records in flight at once, as the KPL would only after `kpl.RecordTtl`. The producer stays: its other streams'
+    * records, and other queries' tasks, are not concerned.
     */
-  def permanentError(stream: Option[String]): KinesisWriteException =
-    if (permanent.isEmpty) null
-    else stream.fold(permanent.values.iterator.next())(permanent.get)
-
-  /** Kinesis answered writes to `stream` with `code`, which no retry fixes: fail the producer's tasks; retire it. */
-  def failPermanently(stream: String, code: String): Unit = if (!permanent.containsKey(stream)) {
-    val e = new KinesisWriteException(
-      s"Kinesis refused writes with ${PermanentErrors.describe(code, PermanentErrors.where(stream, config))} The KPL " +
-        "retries such an error until kpl.RecordTtl; the writer fails the task at once instead.",
-      null
-    )
-    if (permanent.putIfAbsent(stream, e) == null) {
-      ProducerPool.log.warn(e.getMessage) // once per producer and stream; each task fails with it
-      markBroken()
+  def refuse(stream: String, code: String): Unit = {
+    val now = clockMs()
+    var r = refusals.get(stream)
+    if (r == null || now - r.seenMs >= PermanentErrors.HoldMs) {
+      val fresh = new Refusal(
+        new StreamRefused(
+          stream,
+          s"Kinesis refused writes with ${PermanentErrors.describe(code, PermanentErrors.where(stream, config))} " +
+            "The KPL retries such an error until kpl.RecordTtl; the writer fails the task at once instead (with " +
+            s"fail_on_error=false it drops the stream's records, counted as failed, for ${PermanentErrors.HoldMs / 1000}" +
+            " s, then tries again)."
+        ),
+        now
+      )
+      val won = if (r == null) refusals.putIfAbsent(stream, fresh) == null else refusals.replace(stream, r, fresh)
+      if (won) ProducerPool.log.warn(s"${fresh.error.getMessage} (producer #$id)")
+      r = refusals.get(stream)
     }
+    r.seenMs = math.max(r.seenMs, now)
+    client.failInFlight(stream, r.error)
   }
+
+  /** `stream`'s refusal if the watch saw it at or after `sinceMs` (a task's first write to it), else null. */
+  def refusedSince(stream: String, sinceMs: Long): StreamRefused =
+    if (refusals.isEmpty) null
+    else {
+      val r = refusals.get(stream)
+      if (r != null && r.seenMs >= sinceMs) r.error else null
+    }
+
+  /** `stream`'s refusal while it holds ([[PermanentErrors.HoldMs]] since the watch last saw it), else null. */
+  def refusedNow(stream: String): StreamRefused =
+    if (refusals.isEmpty) null
+    else {
+      val r = refusals.get(stream)
+      if (r != null && clockMs() - r.seenMs < PermanentErrors.HoldMs) r.error else null
+    }
+
+  /** Whether any stream of this producer was refused (a cheap test before a task's own check). */
+  def anyRefused: Boolean = !refusals.isEmpty
 
   override def toString: String = s"SharedProducer#$id($config)"
 }
@@ -119,7 +146,8 @@ private[sparkkinesis] final class ProducerPool(
           factory(config),
           idleTimeoutMs,
           sourceNameFor(label),
-          newScheduler
+          newScheduler,
+          clockMs
         )
         log.info(s"Started KPL producer #${p.id} (metrics source ${p.sourceName}) for $config")
         p.refs = 1
@@ -143,14 +171,14 @@ private[sparkkinesis] final class ProducerPool(
     producers.values.filter(p => p.refs <= 0 && now - p.idleSinceMs >= p.idleTimeoutMs).toSeq.foreach(close)
   }
 
-  /** Polls each live producer's daemon statistics (blocking calls; run by the reaper thread). */
   /** Asks each producer with records in flight for the permanent errors its daemon met ([[PermanentErrors]]). */
   def watchPermanentErrors(): Unit = live.foreach { p =>
     if (p.outstanding > 0)
-      try p.client.permanentErrors().foreach { case (stream, code) => p.failPermanently(stream, code) }
+      try p.client.permanentErrors().foreach { case (stream, code) => p.refuse(stream, code) }
       catch { case scala.util.control.NonFatal(e) => log.debug(s"Reading the daemon's errors of #${p.id} failed", e) }
   }
 
+  /** Polls each live producer's daemon statistics (blocking calls; run by the reaper thread). */
   def sampleDaemonMetrics(): Unit = live.foreach { p =>
     try p.metrics.updateDaemonMetrics(p.client.daemonMetrics())
     catch { case scala.util.control.NonFatal(e) => log.debug(s"Sampling KPL metrics of producer #${p.id} failed", e) }

@@ -1,11 +1,11 @@
 package io.github.sparkkinesis
 
-import java.util.concurrent.LinkedBlockingQueue
+import java.util.concurrent.{ConcurrentHashMap, LinkedBlockingQueue}
 import java.util.concurrent.atomic.{AtomicInteger, AtomicLong}
 
 import scala.util.control.NonFatal
 
-import io.github.sparkkinesis.shaded.guava.util.concurrent.{ListenableFuture, SettableFuture}
+import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableFuture, MoreExecutors, SettableFuture}
 import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
 import org.slf4j.LoggerFactory
 
@@ -20,6 +20,9 @@ import io.github.sparkkinesis.aggregation.StreamMetadata
   * before it limits what can wait here), and the answer comes back through the returned future as before. The sender
   * takes the queue in order, so what one thread queues (a shard's aggregates, under its buffer's lock) reaches the
   * daemon in that order, and a flush follows every put queued before it.
+  *
+  * It holds each stream's records until they are answered, so a stream Kinesis refused for good fails them at once
+  * ([[failInFlight]]): a future here is completed by the KPL's answer or by that failure, whichever comes first.
   */
 private[sparkkinesis] final class SenderClient(underlying: ProducerClient) extends ProducerClient {
   import SenderClient._
@@ -35,8 +38,11 @@ private[sparkkinesis] final class SenderClient(underlying: ProducerClient) exten
         queue.take() match {
           case p: Put =>
             queuedRecords.decrementAndGet()
-            try p.future.setFuture(underlying.put(p.record))
-            catch { case e: Throwable => p.future.setException(e) }
+            if (!p.future.isDone) // else failed while queued: its stream was refused
+              try {
+                val answer = underlying.put(p.record)
+                answer.addListener(() => p.answered(answer), MoreExecutors.directExecutor())
+              } catch { case e: Throwable => p.future.setException(e) }
           case Flush =>
             try underlying.flush()
             catch { case NonFatal(e) => log.debug("A flush did not reach the KPL (its records fail on their own)", e) }
@@ -47,8 +53,15 @@ private[sparkkinesis] final class SenderClient(underlying: ProducerClient) exten
   }
   sender.start()
 
+  /** Each stream's records put and not answered yet. */
+  private val unanswered = new ConcurrentHashMap[String, java.util.Set[SettableFuture[UserRecordResult]]]()
+
   def put(record: KinesisRecord): ListenableFuture[UserRecordResult] = {
     val f = SettableFuture.create[UserRecordResult]()
+    val mine =
+      unanswered.computeIfAbsent(record.stream, _ => ConcurrentHashMap.newKeySet[SettableFuture[UserRecordResult]]())
+    mine.add(f)
+    f.addListener(() => mine.remove(f), MoreExecutors.directExecutor()) // first: before the caller's own listener
     queuedRecords.incrementAndGet()
     queue.offer(new Put(record, f))
     if (closed) failQueued()
@@ -74,6 +87,11 @@ private[sparkkinesis] final class SenderClient(underlying: ProducerClient) exten
 
   override def daemonMetrics(): Map[String, Double] = underlying.daemonMetrics()
   override def permanentErrors(): Seq[(String, String)] = underlying.permanentErrors()
+
+  override def failInFlight(stream: String, error: Throwable): Unit = {
+    val mine = unanswered.get(stream)
+    if (mine != null) mine.forEach(f => f.setException(error))
+  }
   def streamMetadata(): StreamMetadata = underlying.streamMetadata()
 
   private def failQueued(): Unit = {
@@ -98,7 +116,16 @@ private[sparkkinesis] object SenderClient {
   val StopTimeoutMs = 10000L
 
   private sealed trait Op
-  private final class Put(val record: KinesisRecord, val future: SettableFuture[UserRecordResult]) extends Op
+  private final class Put(val record: KinesisRecord, val future: SettableFuture[UserRecordResult]) extends Op {
+
+    /** The KPL's answer, unless the record was failed first. */
+    def answered(answer: ListenableFuture[UserRecordResult]): Unit =
+      try future.set(Futures.getDone(answer))
+      catch {
+        case e: java.util.concurrent.ExecutionException => future.setException(e.getCause)
+        case e: Throwable                               => future.setException(e)
+      }
+  }
   private case object Flush extends Op
   private case object Stop extends Op
 }

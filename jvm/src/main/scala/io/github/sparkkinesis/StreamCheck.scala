@@ -2,7 +2,7 @@ package io.github.sparkkinesis
 
 import java.net.{ConnectException, UnknownHostException}
 import java.time.Duration
-import javax.net.ssl.SSLException
+import javax.net.ssl.{SSLException, SSLPeerUnverifiedException}
 
 import scala.util.{Failure, Success, Try}
 
@@ -15,60 +15,19 @@ import io.github.sparkkinesis.shaded.awssdk.services.kinesis.model.{
   StreamStatus
 }
 
-/** Kinesis errors that no retry fixes: a stream that is not there, credentials Kinesis refuses, a permission the
-  * credentials lack. Each has its fix; everything else (throttling, 500s, timeouts once the stream is known) is
-  * transient and retried as before.
-  */
-private[sparkkinesis] object PermanentErrors {
-
-  /** Error code -> the fix, worded for `where` ("stream s in region r at endpoint e"). */
-  private val fixes: Map[String, String => String] = Map(
-    "ResourceNotFoundException" -> (w =>
-      s"Kinesis has no $w. Check stream_name, region and endpoint (and the account the credentials belong to); " +
-        "create the stream first if it is new"
-    ),
-    "AccessDeniedException" -> (w =>
-      s"The credentials are not allowed an action the writer needs on $w. Grant kinesis:PutRecords, " +
-        "kinesis:ListShards and kinesis:DescribeStreamSummary on the stream (docs/configuration.md, IAM)"
-    ),
-    "UnrecognizedClientException" -> (w =>
-      s"Kinesis does not know the credentials' access key ($w): check the credentials options (or the default " +
-        "chain), and that region and endpoint belong to the credentials' partition"
-    ),
-    "InvalidSignatureException" -> (w =>
-      s"Kinesis refused the requests' signature ($w): check the secret key, and that region matches the endpoint"
-    ),
-    "IncompleteSignatureException" -> (w => s"Kinesis refused the requests' signature ($w): check the credentials"),
-    "MissingAuthenticationTokenException" -> (w => s"Kinesis got requests without credentials ($w)"),
-    "KMSAccessDeniedException" -> (w =>
-      s"The credentials may not use the KMS key of $w: grant kms:GenerateDataKey on it"
-    ),
-    "KMSDisabledException" -> (w => s"The KMS key of $w is disabled: enable it, or change the stream's encryption"),
-    "KMSNotFoundException" -> (w => s"The KMS key of $w does not exist: change the stream's encryption"),
-    "KMSInvalidStateException" -> (w => s"The KMS key of $w is not usable (its state): check it in KMS")
-  )
-
-  def isPermanent(code: String): Boolean = fixes.contains(code)
-
-  /** "ResourceNotFoundException: Kinesis has no stream s in region r at endpoint e. Check …". */
-  def describe(code: String, where: String, detail: String = ""): String =
-    s"$code${if (detail.nonEmpty) s" ($detail)" else ""}: ${fixes.get(code).fold(where)(_(where))}."
-
-  /** "stream s in region r at endpoint e": what every message of these names. */
-  def where(stream: String, config: ProducerConfig): String =
-    s"stream $stream in region ${config.region.orElse(config.kpl.get("Region")).getOrElse("<default>")} at " +
-      s"${config.endpoint.fold("the region's endpoint")(e => s"endpoint $e")}"
-}
-
 /** Asks Kinesis about a stream before a query writes to it (on the driver, when the query starts), so a mistake the
-  * driver can see fails there, naming its cause and fix, instead of in every task after `RecordTtl` of retries:
+  * driver can see fails there, naming its cause and fix, instead of in every task after `RecordTtl` of retries. It
+  * decides only what it knows, with the trust of the writer's daemon ([[Trust]]):
   *   - a stream that does not exist (a typo, another region or account) or is being deleted;
-  *   - credentials Kinesis refuses, or that may not read the stream (`ListShards`, which the writer needs; a denied
-  *     `DescribeStreamSummary` is only a WARN, as on the executors);
-  *   - an endpoint that does not answer within [[TimeoutMs]] (a wrong URL or region): named, as Kafka's producer fails
-  *     after `max.block.ms` without metadata.
-  * What the check cannot decide (no credentials on the driver, throttling, a 500) lets the query start: the executors'
-  * own reads and writes still fail permanent errors within seconds ([[ProducerPool]]'s watch).
+  *   - credentials Kinesis refuses;
+  *   - an endpoint whose certificate nothing the writer trusts vouches for (named, with its issuer), or that does not
+  *     answer within [[TimeoutMs]] (a wrong URL or region): named, as Kafka's producer fails after `max.block.ms`.
+  * Reads the credentials may not make (`DescribeStreamSummary`, `ListShards`) are a WARN, in both aggregation modes:
+  * neither the writer nor the KPL daemon needs them to send, only to aggregate (without the shard map every record goes
+  * to Kinesis alone; docs/configuration.md, IAM). What the check cannot decide lets the query start: no credentials on
+  * the driver, a CA file that is not on the driver's host (cluster mode), throttling, a 500, streams named per row;
+  * `driver_check=false` skips it, for a driver that cannot reach Kinesis or whose credentials are not the executors'.
+  * The executors' own reads and writes still fail permanent errors within seconds ([[ProducerPool]]'s watch).
   */
 private[sparkkinesis] object StreamCheck {
   private val log = LoggerFactory.getLogger(getClass)
@@ -76,21 +35,38 @@ private[sparkkinesis] object StreamCheck {
   /** The whole check's bound: every attempt of both calls, connects included. */
   val TimeoutMs = 10000L
 
-  /** Checks `options`' stream (none for per-row streams: each is checked by the executors on first use). */
-  def run(options: KinesisWriterOptions): Unit = options.streamName.foreach(run(_, options.producer))
+  /** What each refusal adds: where the check ran, and the way out for a driver that is not like its executors. */
+  val DriverHint: String =
+    s"(Checked on the driver when the query starts, with its own credentials and network; where the executors' " +
+      s"differ, set ${KinesisWriterOptions.DriverCheck.name}=false.)"
 
-  private def run(stream: String, config: ProducerConfig): Unit =
+  /** Checks `options`' stream (none for per-row streams: each is checked by the executors on first use); `local`: the
+    * driver's host is the executors' (a CA file it cannot read is then a mistake, not another host's file).
+    */
+  def run(options: KinesisWriterOptions, local: Boolean): Unit =
+    if (options.driverCheck) options.streamName.foreach(run(_, options.producer, local))
+
+  private def run(stream: String, config: ProducerConfig, local: Boolean): Unit =
     Try(config.credentials.provider(config.region)) match {
       case Failure(e)        => skip(stream, e)
       case Success(provider) =>
         // Credentials the driver cannot resolve say nothing of the executors' (their producers report their own).
         try
-          Try(provider.resolveCredentials())
-            .flatMap(_ => Try(new SdkStreamMetadata(config, provider, Some(Duration.ofMillis(TimeoutMs))))) match {
+          Try(provider.resolveCredentials()) match {
             case Failure(e) => skip(stream, e)
-            case Success(metadata) =>
-              try check(stream, config, metadata)
-              finally metadata.close()
+            case Success(_) =>
+              Try(new SdkStreamMetadata(config, provider, Some(Duration.ofMillis(TimeoutMs)))) match {
+                case Failure(e: IllegalArgumentException) if local => throw e // the executors' host: their trust too
+                case Failure(e: IllegalArgumentException) =>
+                  log.info(
+                    s"Not checking stream $stream on the driver: ${e.getMessage.takeWhile(_ != '.')}, on the driver's " +
+                      "host; the executors read their own."
+                  )
+                case Failure(e) => skip(stream, e)
+                case Success(metadata) =>
+                  try check(stream, config, metadata)
+                  finally metadata.close()
+              }
           }
         finally
           provider match {
@@ -113,9 +89,14 @@ private[sparkkinesis] object StreamCheck {
             .streamStatus()
         catch {
           case e: KinesisException if code(e) == "AccessDeniedException" =>
-            // Optional for the writer (docs): its readers warn. ListShards it needs.
-            metadata.client.listShards(ListShardsRequest.builder().streamName(stream).maxResults(1).build())
-            StreamStatus.ACTIVE
+            try {
+              metadata.client.listShards(ListShardsRequest.builder().streamName(stream).maxResults(1).build())
+              StreamStatus.ACTIVE
+            } catch {
+              case d: KinesisException if code(d) == "AccessDeniedException" =>
+                readsDenied(where, config)
+                StreamStatus.UNKNOWN_TO_SDK_VERSION
+            }
         }
       if (status == StreamStatus.DELETING)
         throw new IllegalArgumentException(
@@ -124,12 +105,20 @@ private[sparkkinesis] object StreamCheck {
         )
     } catch {
       case e: KinesisException if PermanentErrors.isPermanent(code(e)) =>
-        throw new IllegalArgumentException(PermanentErrors.describe(code(e), where, message(e)), e)
+        throw new IllegalArgumentException(s"${PermanentErrors.describe(code(e), where, message(e))} $DriverHint", e)
+      case e: SdkClientException if untrusted(e) =>
+        throw new IllegalArgumentException(untrustedMessage(config, metadata, where), e)
+      case e: SdkClientException if causes(e).exists(_.isInstanceOf[SSLPeerUnverifiedException]) =>
+        throw new IllegalArgumentException(
+          s"The certificate Kinesis presented at ${url(config)} for $where does not name the endpoint's host " +
+            s"(${cause(e)}): set endpoint to a host name the certificate holds. $DriverHint",
+          e
+        )
       case e: SdkClientException if unreachable(e) =>
         throw new IllegalArgumentException(
           s"Kinesis did not answer at ${config.endpoint.fold("the region's endpoint")(_.toString)} (region " +
             s"${config.region.getOrElse("<default>")}) within ${TimeoutMs / 1000} s for $where: ${cause(e)}. Check " +
-            "endpoint and region, and that the driver reaches Kinesis (proxy, VPC endpoint).",
+            s"endpoint and region, and that the driver reaches Kinesis (proxy, VPC endpoint). $DriverHint",
           e
         )
       case e: SdkServiceException =>
@@ -137,6 +126,45 @@ private[sparkkinesis] object StreamCheck {
       case e: SdkClientException =>
         log.warn(s"Could not check $where on the driver (${e.getMessage}); the query starts, its tasks will tell.")
     }
+  }
+
+  /** Neither read is allowed: not a refusal, in either mode (only aggregation needs them), but it costs, so it is said.
+    */
+  private def readsDenied(where: String, config: ProducerConfig): Unit = {
+    val who = if (config.aggregatesInWriter) "the writer" else "the KPL daemon"
+    log.warn(
+      s"The credentials may not read $where (kinesis:DescribeStreamSummary and kinesis:ListShards denied): the driver " +
+        s"cannot check it, and $who cannot learn its shards, so every record goes to Kinesis alone, not aggregated " +
+        "(a PUT payload unit and one of its shard's 1,000 records/s each, where an aggregate carries up to 25 KiB of " +
+        "records per unit). The query starts; its writes tell whether the stream exists. Grant both on the stream " +
+        "to aggregate (docs/configuration.md, IAM)."
+    )
+  }
+
+  /** "https://host:port", or the region's endpoint. */
+  private def url(config: ProducerConfig): String =
+    config.endpoint.fold(s"the Kinesis endpoint of region ${config.region.getOrElse("<default>")}")(_.toString)
+
+  private def untrustedMessage(config: ProducerConfig, metadata: SdkStreamMetadata, where: String): String = {
+    val presented = metadata.refusedCertificate.fold("a certificate") { c =>
+      s"a certificate for ${c.getSubjectX500Principal.getName} issued by ${c.getIssuerX500Principal.getName}"
+    }
+    s"Kinesis at ${url(config)} ($where) presented $presented, which neither the writer nor its KPL daemon trusts " +
+      s"(they trust ${metadata.trust.sources}). Set kpl.CaCertFile to a PEM file holding the certificate of the CA " +
+      "that issued it (kpl.CaCertPath for a directory of them), on every host that runs the writer; for a test " +
+      s"endpoint only, kpl.VerifyCertificate=false. $DriverHint"
+  }
+
+  private def causes(e: Throwable): List[Throwable] =
+    Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toList
+
+  /** The endpoint answered with a certificate that the trust refused (no path to a trusted CA). */
+  private def untrusted(e: SdkClientException): Boolean = causes(e).exists {
+    case _: java.security.cert.CertificateException            => true
+    case _: java.security.cert.CertPathBuilderException        => true
+    case _: java.security.cert.CertPathValidatorException      => true
+    case t if t.getClass.getSimpleName == "ValidatorException" => true
+    case _                                                     => false
   }
 
   private def code(e: KinesisException): String =
@@ -149,7 +177,7 @@ private[sparkkinesis] object StreamCheck {
     * driver cannot resolve are not among them (the executors resolve their own).
     */
   private def unreachable(e: SdkClientException): Boolean = {
-    val chain = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toList
+    val chain = causes(e)
     chain.exists {
       case _: ConnectException | _: UnknownHostException | _: SSLException => true
       case _: java.net.SocketTimeoutException                              => true

@@ -3,6 +3,7 @@ package io.github.sparkkinesis
 import java.math.BigInteger
 import java.net.URI
 import java.time.Duration
+import javax.net.ssl.TrustManager
 
 import org.slf4j.LoggerFactory
 import io.github.sparkkinesis.shaded.awssdk.auth.credentials.AwsCredentialsProvider
@@ -26,8 +27,9 @@ import io.github.sparkkinesis.aggregation.{ShardMap, ShardRange, StreamLayout, S
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** `ListShards` (paged) and `DescribeStreamSummary` through the AWS SDK's Kinesis client, with the writer's endpoint,
-  * region, credentials (the same provider instance the KPL uses) and TLS and proxy settings; `callTimeout` bounds each
-  * call, its retries included (the driver's [[StreamCheck]]).
+  * region, credentials (the same provider instance the KPL uses), proxy, and the daemon's trust ([[Trust]]:
+  * `kpl.CaCertFile`, `kpl.CaCertPath`, `kpl.VerifyCertificate`); `callTimeout` bounds each call, its retries included
+  * (the driver's [[StreamCheck]]). A `kpl.CaCertFile` or `kpl.CaCertPath` this host cannot read fails its construction.
   */
 private[sparkkinesis] final class SdkStreamMetadata(
     config: ProducerConfig,
@@ -36,9 +38,16 @@ private[sparkkinesis] final class SdkStreamMetadata(
 ) extends StreamMetadata {
   import SdkStreamMetadata._
 
+  private val c = config.kpc // the settings the daemon gets, with the KPL's defaults
+  private[sparkkinesis] val trust: Trust = Trust.of(c)
+  private val trustManager = trust.manager()
+
+  /** The certificate the endpoint presented that [[trust]] refused, if a call met one. */
+  def refusedCertificate: Option[java.security.cert.X509Certificate] = trustManager.refused
+
   private[sparkkinesis] val client: KinesisClient = {
-    val c = config.kpc // the settings the daemon gets, with the KPL's defaults
     val http = Apache5HttpClient.builder()
+    if (trust.verify) http.tlsTrustManagersProvider(() => Array[TrustManager](trustManager)) // else: trusts all
     if (c.getProxyHost.nonEmpty)
       http.proxyConfiguration(
         ProxyConfiguration
@@ -54,7 +63,7 @@ private[sparkkinesis] final class SdkStreamMetadata(
         http.buildWithDefaults(
           AttributeMap
             .builder()
-            .put(SdkHttpConfigurationOption.TRUST_ALL_CERTIFICATES, java.lang.Boolean.valueOf(!c.isVerifyCertificate))
+            .put(SdkHttpConfigurationOption.TRUST_ALL_CERTIFICATES, java.lang.Boolean.valueOf(!trust.verify))
             .build()
         )
       )

@@ -37,6 +37,15 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   private var puts = 0L
   // Set before the task's first put (skip on replay, docs/reliability.md); null when the mode is off.
   var replay: TaskReplay = null
+  // Task-thread only: each stream this task wrote to, and when it first did (a refusal seen since fails the task).
+  private var lastStream: String = null
+  private val firstWrites = new java.util.HashMap[String, java.lang.Long]()
+
+  /** Notes that this task writes to `stream` (cheap when it is the last record's stream, as with one stream). */
+  def writes(stream: String): Unit = if (stream != lastStream) {
+    lastStream = stream
+    if (!firstWrites.containsKey(stream)) firstWrites.put(stream, producer.clockMs())
+  }
 
   override def confirmed(entries: Array[Pending], from: Int, until: Int): Unit =
     if (replay != null) replay.confirmed(entries, from, until)
@@ -76,6 +85,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     t match {
       case e: UserRecordFailedException => retried(e.getResult, n)
       case _: FutureTimedOutException   =>
+      case _: StreamRefused             => // its stream's fault, not the daemon's
       case _                            =>
         // Anything else means the daemon failed (the KPL fails every pending record, then restarts
         // its child in place): retire this producer so retried tasks get a fresh one.
@@ -83,14 +93,24 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     }
     val described = WriterState.describe(options, t)
     if (options.failOnError) firstError.compareAndSet(null, described)
-    else
-      RateLimitedLog.warn(
-        log,
-        "record-failed",
-        s"${described.getMessage} (fail_on_error=false: the record is dropped and counted; ${failedCount.sum} so far in this task)"
-      )
+    else warnDropped(described)
     done(n, bytes)
   }
+
+  /** A record of a stream Kinesis refused for good, dropped before its put (fail_on_error=false): counted as failed. */
+  def dropped(refusal: StreamRefused, bytes: Int): Unit = {
+    metrics.recordsFailed.inc()
+    failedCount.increment()
+    failedBytes.add(bytes.toLong)
+    warnDropped(WriterState.describe(options, refusal))
+  }
+
+  private def warnDropped(described: Throwable): Unit =
+    RateLimitedLog.warn(
+      log,
+      "record-failed",
+      s"${described.getMessage} (fail_on_error=false: the record is dropped and counted; ${failedCount.sum} so far in this task)"
+    )
 
   /** The KPL's re-sends of a Kinesis record (`result`'s attempts after the first), counted for each of the `n` user
     * records it carries. The writer's own re-sends of throttled aggregates are counted where it makes them.
@@ -108,12 +128,20 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     if (left == 0 && replay != null) replay.drained()
   }
 
-  /** Rethrows the first async failure (fail_on_error), wrapped so the stack shows the caller. */
+  /** Rethrows the first async failure (fail_on_error), wrapped so the stack shows the caller; with fail_on_error, also
+    * a permanent refusal of a stream this task wrote to, seen since it first did ([[SharedProducer.refuse]]).
+    */
   def check(): Unit = {
     val e = firstError.get
     if (e != null) throw new KinesisWriteException(e.getMessage, e)
-    val permanent = producer.permanentError(options.streamName)
-    if (permanent != null) throw new KinesisWriteException(permanent.getMessage, permanent)
+    if (options.failOnError && producer.anyRefused) {
+      val it = firstWrites.entrySet().iterator()
+      while (it.hasNext) {
+        val w = it.next()
+        val refused = producer.refusedSince(w.getKey, w.getValue)
+        if (refused != null) throw new KinesisWriteException(refused.getMessage, refused)
+      }
+    }
   }
 
   /** Waits until every record this task put has completed; fails with the count still pending. */
@@ -169,6 +197,7 @@ private[sparkkinesis] object WriterState {
     val where =
       s"stream ${options.streamName.getOrElse("<per-row>")} at ${options.producer.endpoint.getOrElse("the region's endpoint")}"
     t match {
+      case r: StreamRefused => new KinesisWriteException(r.getMessage, r)
       case e: UserRecordFailedException =>
         val attempts = Option(e.getResult).map(_.getAttempts.asScala.toSeq).getOrElse(Nil)
         val hint = if (attempts.exists(_.getErrorCode == "InvalidPartitionKey")) s". $KeylessHint" else ""

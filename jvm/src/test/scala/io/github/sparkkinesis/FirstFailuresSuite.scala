@@ -3,14 +3,34 @@ package io.github.sparkkinesis
 import java.nio.file.{Files, Paths}
 import java.nio.file.attribute.PosixFilePermissions
 
+import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.expressions.GenericRowWithSchema
+import org.apache.spark.sql.types.{StringType, StructField, StructType}
 import org.scalatest.funsuite.AnyFunSuite
+
+import io.github.sparkkinesis.compat.CollectionConverters._
 
 import TestWriters._
 
-/** The first failures' words: a permanent Kinesis error ends the tasks at once; a daemon that cannot run says why. */
+/** The first failures' words: a permanent Kinesis error ends the tasks that wrote to its stream at once (or, with
+  * fail_on_error=false, drops that stream's records); a daemon that cannot run says why.
+  */
 class FirstFailuresSuite extends AnyFunSuite {
 
-  test("a permanent error the daemon met fails the stream's tasks at the next check and retires the producer") {
+  /** A writer routing rows by a `streamName` column (aggregation='kpl': one fake put per record). */
+  private def perRow(fakes: FakePool, failOnError: Boolean): KinesisForeachWriter = {
+    val opts =
+      KinesisWriterOptions.parse(Map("region" -> "us-east-1", "fail_on_error" -> failOnError.toString) ++ perRecord)
+    new KinesisForeachWriter(opts, RowConverter.forSchema(perRowSchema, opts)) {
+      override private[sparkkinesis] def pool: ProducerPool = fakes.pool
+    }
+  }
+  private val perRowSchema =
+    StructType(Seq("partitionKey", "data", "streamName").map(StructField(_, StringType)))
+  private def to(stream: String, key: String): Row =
+    new GenericRowWithSchema(Array[Any](key, key, stream), perRowSchema)
+
+  test("a permanent error the daemon met fails the tasks that wrote to its stream at the next check, not others") {
     val fakes = new FakePool
     val w = writer(fakes)
     w.open(0, 0)
@@ -18,10 +38,10 @@ class FirstFailuresSuite extends AnyFunSuite {
     val producer = fakes.pool.live.head
     fakes.last.errors = Seq("other" -> "AccessDeniedException")
     fakes.pool.watchPermanentErrors()
-    assert(producer.permanentError(Some("s")) == null, "another stream's error is not this writer's")
+    w.process(row("b", "2")) // another stream's error is not this writer's
     fakes.last.errors = Seq("s" -> "ResourceNotFoundException")
     fakes.pool.watchPermanentErrors()
-    assert(producer.broken, "retired: a retried task gets a fresh daemon")
+    assert(!producer.broken, "the daemon is fine: its other streams' records go on")
     val e = intercept[KinesisWriteException](w.close(null))
     assert(
       e.getMessage.contains("ResourceNotFoundException: Kinesis has no stream s in region us-east-1"),
@@ -29,6 +49,67 @@ class FirstFailuresSuite extends AnyFunSuite {
     )
     assert(e.getMessage.contains("Check stream_name, region and endpoint"), e.getMessage)
     assert(e.getMessage.contains("fails the task at once"), e.getMessage)
+    // A task that starts writing to the stream after the refusal was last seen is not failed by it.
+    fakes.last.errors = Nil
+    fakes.nowMs += 1
+    val next = writer(fakes)
+    next.open(1, 0)
+    next.process(row("c", "3"))
+    fakes.last.succeed(fakes.last.outstandingRecords.toInt)
+    next.close(null)
+  }
+
+  test("per-row streams: a refused stream fails the strict tasks that wrote to it, never a task of another stream") {
+    val fakes = new FakePool
+    val typo = perRow(fakes, failOnError = true)
+    val other = perRow(fakes, failOnError = true) // another query, the same options: the same producer
+    typo.open(0, 0)
+    other.open(1, 0)
+    typo.process(to("good", "a"))
+    typo.process(to("typo-stream", "b"))
+    other.process(to("good", "c"))
+    assert(fakes.created.size == 1, "both queries share one producer")
+    fakes.last.errors = Seq("typo-stream" -> "ResourceNotFoundException")
+    fakes.pool.watchPermanentErrors()
+    other.process(to("good", "d"))
+    fakes.last.succeed(fakes.last.outstandingRecords.toInt)
+    other.close(null) // committed: its stream was never refused
+    val e = intercept[KinesisWriteException](typo.process(to("good", "e")))
+    assert(e.getMessage.contains("Kinesis has no stream typo-stream"), e.getMessage)
+    typo.close(e)
+  }
+
+  test("fail_on_error=false: a refused stream's records are counted and dropped, other streams' delivered") {
+    val fakes = new FakePool
+    val w = perRow(fakes, failOnError = false)
+    w.open(0, 0)
+    (0 until 10).foreach(i => w.process(to(if (i % 5 == 0) "typo-stream" else "good", s"k$i")))
+    val fake = fakes.last
+    val producer = fakes.pool.live.head
+    fake.errors = Seq("typo-stream" -> "ResourceNotFoundException")
+    fakes.pool.watchPermanentErrors()
+    (10 until 20).foreach(i => w.process(to(if (i % 5 == 0) "typo-stream" else "good", s"k$i")))
+    assert(
+      fake.sent.asScala.count(_.stream == "typo-stream") == 2,
+      "records of a refused stream are not put while the refusal holds"
+    )
+    // The two put before the refusal: the real client fails them at once (SenderSuite); the fake, as the KPL would.
+    fake.errors = Nil
+    while (fake.outstandingRecords > 0) {
+      val next = fake.sent.asScala.toSeq.takeRight(fake.outstandingRecords.toInt).head
+      if (next.stream == "typo-stream") fake.failOne("ResourceNotFoundException", "Stream typo-stream not found")
+      else fake.succeed(1)
+    }
+    w.close(null) // no failure: the task commits
+    assert(producer.metrics.recordsFailed.getCount == 4 && producer.metrics.recordsSent.getCount == 16)
+    // The refusal holds for HoldMs after it was last seen; then the stream's records are tried again.
+    fakes.nowMs += PermanentErrors.HoldMs
+    val again = perRow(fakes, failOnError = false)
+    again.open(1, 0)
+    again.process(to("typo-stream", "x"))
+    assert(fake.sent.asScala.count(_.stream == "typo-stream") == 3)
+    fake.succeed(1)
+    again.close(null)
   }
 
   test("transient errors are not permanent") {
@@ -80,9 +161,23 @@ class FirstFailuresSuite extends AnyFunSuite {
       assert(noRun.getMessage.contains("has no run permission): chmod +x it"), noRun.getMessage)
       val absent = intercept[KinesisWriteException](DaemonCheck.executable(dir.resolve("absent")))
       assert(absent.getMessage.contains("does not exist"))
-    } finally {
-      Files.list(dir).forEach(f => Files.delete(f))
-      Files.delete(dir)
-    }
+    } finally TestDirs.deleteTree(dir)
+  }
+
+  test("the daemon's probe writes its output under the KPL's temp directory, not java.io.tmpdir") {
+    val dir = Files.createTempDirectory("daemon-probe")
+    try {
+      val exe = Files.write(dir.resolve("kinesis_producer"), "#!/bin/sh\nreadlink /proc/$$/fd/1\nexit 3\n".getBytes)
+      Files.setPosixFilePermissions(exe, PosixFilePermissions.fromString("rwx------"))
+      val kplTemp = Files.createDirectory(dir.resolve("kpl-temp"))
+      val e = intercept[KinesisWriteException](DaemonCheck.probe(exe, kplTemp))
+      assert(
+        e.getMessage.contains(s"exited with code 3 as it started ($kplTemp/spark-kinesis-daemon-probe"),
+        e.getMessage
+      )
+      assert(Files.list(kplTemp).count() == 0, "the probe's output is removed")
+      val config = options(Map("kpl.TempDirectory" -> kplTemp.toString)).producer
+      assert(DaemonCheck.tempDirectoryOf(config) == (kplTemp, "kpl.TempDirectory"))
+    } finally TestDirs.deleteTree(dir)
   }
 }

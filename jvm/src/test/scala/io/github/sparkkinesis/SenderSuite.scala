@@ -85,4 +85,28 @@ class SenderSuite extends AnyFunSuite {
     r.succeed(1)
     assert(f.get(10, TimeUnit.SECONDS).isSuccessful)
   }
+
+  test("a refused stream's records in flight fail at once; the KPL's later answers and other streams are untouched") {
+    val r = new Recording
+    val sender = new SenderClient(r)
+    def to(stream: String, i: Int) = KinesisRecord(stream, s"k$i", null, ByteBuffer.wrap(i.toString.getBytes("UTF-8")))
+    val refused = (0 until 3).map(i => sender.put(to("typo", i)))
+    val other = sender.put(to("good", 3))
+    awaitCalls(r, 4)
+    val error = new StreamRefused("typo", "Kinesis refused writes to typo")
+    sender.failInFlight("typo", error)
+    refused.foreach { f =>
+      val e = intercept[ExecutionException](f.get(0, TimeUnit.SECONDS))
+      assert(e.getCause eq error)
+    }
+    assert(!other.isDone)
+    r.succeed(4) // the KPL answers them after all (it gave up, or the stream appeared): too late, ignored
+    assert(other.get(10, TimeUnit.SECONDS).isSuccessful)
+    sender.failInFlight("typo", error) // nothing left of it in flight
+    val later = sender.put(to("typo", 5))
+    awaitCalls(r, 5)
+    r.succeed(1)
+    assert(later.get(10, TimeUnit.SECONDS).isSuccessful, "a record put after the failure is the KPL's again")
+    sender.destroy()
+  }
 }
