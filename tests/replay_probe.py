@@ -83,6 +83,10 @@ def main() -> None:
                 return w.option("checkpointLocation", str(checkpoint)).start()
 
             if cfg["scenario"] == "kill":
+                # Both executors registered before the batch starts (the one killed in the mode before is replaced by
+                # then, on a loaded machine too): the kill must find two writing.
+                sc = spark.sparkContext._jsc.sc()  # its executors' memory status counts the driver too: 3
+                poll("two executors registered", lambda sc=sc: sc.getExecutorMemoryStatus().size() == 3, timeout_s=120)
                 front.add_latency(300)
                 q = start()
                 client = kinesis_client(cfg["upstream"])

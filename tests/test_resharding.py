@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from helpers import account, id_of, payload, rows_for, start_per_file, wait_for
 from spark_kinesis import KinesisWriter
-from spark_kinesis_testkit.emulator import loopback_writer_options, read_stream
+from spark_kinesis_testkit.emulator import loopback_writer_options, producer_snapshot, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import read_stream_kcl
 from spark_kinesis_testkit.kcl_worker import KclWorker
@@ -123,7 +123,13 @@ def test_reshards_racing_every_map_lose_nothing_to_a_kcl_consumer(
     finally:
         front.release_shard_maps(stream)
         q.stop()
-    assert len(open_shards(client, stream)) == 4 and front.stats()["held_listings"] > 0, front.stats()
+    # The race happened: records went out by a lagging map at every step (held), and (writer) the writer's re-reads
+    # were answered from before and its aggregates landed in shards they were not built for. The KPL's own re-reads
+    # are its business (it may not re-read while a step is held): only its writes under the old map are asserted.
+    assert len(open_shards(client, stream)) == 4 and all(n > 0 for n in held.values()), (held, front.stats())
+    if aggregation == "writer":
+        producer = next(p for p in producer_snapshot(spark) if p.source.endswith(f".{stream}"))
+        assert front.stats()["held_listings"] > 0 and producer.misplaced_aggregates > 0, (producer, front.stats())
     n = (len(EVENTS) + 1) * PER_STEP
     kcl_records = read_stream_kcl(client, stream, kcl)
     as_kcl = account(range(n), kcl_records)

@@ -311,6 +311,7 @@ class ProducerSample:
     users: int  # tasks holding this producer (the pool's count)
     aggregates_sent: int  # aggregation='writer': aggregates the writer built and handed to the KPL
     resent_records: int  # aggregation='writer': records routed again after an aggregate landed in another shard
+    misplaced_aggregates: int  # aggregation='writer': aggregates Kinesis confirmed in another shard than built for
 
 
 def producer_snapshot(spark: Any) -> list[ProducerSample]:

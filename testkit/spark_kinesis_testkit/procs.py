@@ -86,8 +86,12 @@ def secrets_in(cmdline: bytes, secrets: dict[str, str]) -> list[str]:
 
 
 def find(root: int, needle: str) -> list[int]:
-    """Live descendants of ``root`` (not ``root`` itself) whose command line contains ``needle``."""
-    return [pid for pid in tree(root) if pid != root and needle in _cmdline(pid)]
+    """Live descendants of ``root`` (not ``root`` itself) whose command line contains ``needle``, but for those whose
+    parent's does too: a JVM starting a program (an executor its KPL daemon, or the daemon's probe) forks a child that
+    has the JVM's command line until it executes the program, so counting them counted an executor twice."""
+    procs = tree(root)
+    matching = {pid for pid in procs if pid != root and needle in _cmdline(pid)}
+    return sorted(pid for pid in matching if procs[pid].ppid not in matching)
 
 
 def kill(pids: list[int]) -> None:

@@ -29,6 +29,7 @@ private[sparkkinesis] object Probes {
           "in_flight_records" -> p.bound.records.get,
           "aggregates_sent" -> m.aggregatesSent.getCount,
           "resent_records" -> m.resentRecords.getCount,
+          "misplaced_aggregates" -> m.misplacedAggregates.getCount,
           "users" -> ProducerPool.default.users(p)
         ).map { case (k, v) => s""""$k": $v""" }.mkString("{", ", ", "}")
       }

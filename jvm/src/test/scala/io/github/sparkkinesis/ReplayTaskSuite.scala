@@ -21,11 +21,7 @@ class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
   private val root = Files.createTempDirectory("replay-task")
   private val dir = root.toUri.toString
 
-  override def afterAll(): Unit = {
-    val walk = Files.walk(root)
-    try walk.sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.delete(p))
-    finally walk.close()
-  }
+  override def afterAll(): Unit = TestDirs.deleteTree(root)
   private def plan(batch: Long, replay: Boolean, query: String) =
     ReplayPlan(
       dir,

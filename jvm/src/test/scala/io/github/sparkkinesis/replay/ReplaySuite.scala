@@ -9,7 +9,7 @@ import org.apache.hadoop.fs.Path
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import io.github.sparkkinesis.FakeClock
+import io.github.sparkkinesis.{FakeClock, TestDirs}
 
 /** Skip on replay's pure parts: the multiset and its per-attempt use, the store on the local file system, the flush
   * interval on a fake clock.
@@ -19,11 +19,7 @@ class ReplaySuite extends AnyFunSuite with BeforeAndAfterAll {
   /** The stores' directories, all under one, removed when the suite ends. */
   private val root = Files.createTempDirectory("replay-suite")
 
-  override def afterAll(): Unit = {
-    val walk = Files.walk(root)
-    try walk.sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.delete(p))
-    finally walk.close()
-  }
+  override def afterAll(): Unit = TestDirs.deleteTree(root)
 
   private def fp(stream: String, key: String, hashKey: String, data: String): (Long, Long) = {
     var out = (0L, 0L)
