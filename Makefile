@@ -22,10 +22,11 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/de
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test test-localstack release-check sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
+.PHONY: test test-lines test-localstack release-check sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
 
 help:
 	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
+	@echo "make test-lines - the README's first example on every pyspark release LINES_PYSPARK lists, a venv each (~20 min)"
 	@echo "make test-localstack - the e2e tests marked localstack on LocalStack through Testcontainers (a Docker engine, started here if need be)"
 	@echo "make demo   - the same query without a bound and with queue_limit behind shard quotas (~2 min): live lines, a plot, every record checked"
 	@echo "make soak   - 10 minutes at the queue limit behind shard limits: heap and KPL RSS must stay flat"
@@ -111,16 +112,40 @@ test:
 	mkdir -p .cache
 	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl platform-jars sbt-test
 	@status=0; \
-	leg35="== leg spark3.5: pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m 'every_line or spark35_leg' =="; \
+	leg35="== leg spark3.5: pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m '(every_line or spark35_leg) and not lines' =="; \
 	echo "$$leg35 (runs beside the next leg; its output follows it)"; \
-	( nice -n 5 $(PY35) -m pytest tests -m "every_line or spark35_leg" --junitxml=.cache/reports/junit-spark3.5.xml $(PYTEST_ARGS) \
+	( nice -n 5 $(PY35) -m pytest tests -m "(every_line or spark35_leg) and not lines" --junitxml=.cache/reports/junit-spark3.5.xml $(PYTEST_ARGS) \
 	  > .cache/leg-spark3.5.log 2>&1; \
 	  echo $$? > .cache/leg-spark3.5.rc ) & \
-	echo "== leg spark4: pyspark $$($(PY) -c 'import pyspark; print(pyspark.__version__)'), full suite but spark35_leg =="; \
-	$(PY) -m pytest tests -m "not spark35_leg" --junitxml=.cache/reports/junit-spark4.xml $(PYTEST_ARGS) || status=1; \
+	echo "== leg spark4: pyspark $$($(PY) -c 'import pyspark; print(pyspark.__version__)'), full suite but spark35_leg and lines =="; \
+	$(PY) -m pytest tests -m "not spark35_leg and not lines" --junitxml=.cache/reports/junit-spark4.xml $(PYTEST_ARGS) || status=1; \
 	wait; echo "$$leg35"; cat .cache/leg-spark3.5.log; \
 	[ "$$(cat .cache/leg-spark3.5.rc)" = 0 ] || status=1; \
 	exit $$status
+
+# The pyspark releases `make test-lines` runs the README's first example on (`foreach` and `format("kinesis")`, streaming
+# and batch; tests marked `lines`), each in a venv of its own: the first and the newest 3.5 (EMR 7 runs 3.5.0-3.5.6),
+# 4.0.0 (Databricks 17), and the newest 4.1, 4.2 and 4.3. README.md's "Tested here" names the same list
+# (tests/test_platforms.py holds the two together).
+LINES_PYSPARK := 3.5.0 3.5.9 4.0.0 4.1.4 4.2.1 4.3.0
+LINES_DIR := .cache/lines
+
+$(LINES_DIR)/pyspark-%/.stamp: requirements-test.txt python/pyproject.toml testkit/pyproject.toml
+	rm -rf $(@D) && $(PYTHON) -m venv $(@D)
+	$(@D)/bin/python -m pip install -q --no-compile pyspark==$* -r requirements-test.txt
+	$(@D)/bin/python -m pip install -q --no-deps -e python -e testkit
+	touch $@
+
+# Not part of `make test` (.ci/run runs it after): every line's jar on each release of LINES_PYSPARK. Both of a line's
+# bounds: an API the `4` line uses from a newer Spark than 4.0 fails here, not on Databricks 17. The JVMs compile with
+# C1 and map no class archive (one per release would cost more than it saves).
+test-lines: emulator jar $(foreach v,$(LINES_PYSPARK),$(LINES_DIR)/pyspark-$(v)/.stamp)
+	mkdir -p .cache/reports
+	@status=0; for v in $(LINES_PYSPARK); do \
+	  echo "== line: pyspark $$v =="; \
+	  JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 $(LINES_DIR)/pyspark-$$v/bin/python -m pytest tests/test_readme.py -m lines \
+	    --junitxml=.cache/reports/junit-lines-$$v.xml $(PYTEST_ARGS) || status=1; \
+	done; exit $$status
 
 # Scala unit tests of every line, and the jars (as `make jar`); the benchmarks' JVM sources compile too (nothing runs
 # them in make test, and code that nothing builds rots).
@@ -178,7 +203,8 @@ bench-scale: venv jar kcl $(VENV)/.bench-stamp $(KINESALITE)
 # (signed Maven staging, the wheels) with a throwaway key, checks it as Maven Central and PyPI will, and runs the README's
 # first example from the Linux x86_64 wheel in a fresh venv and through spark-submit --packages from the staging
 # (tools/release_check.py; docs/development.md, "Releasing").
-release-check: venv emulator
+# jar: the facts resource (the platform table the wheels are built and checked against) of this checkout.
+release-check: venv emulator jar
 	$(PY) tools/release_check.py
 
 # actionlint (the GitHub workflow's checker), pinned, built from its Go module into .cache/bin.

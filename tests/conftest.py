@@ -86,6 +86,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "faults: a fault scenario (throttling, outages, kills) with id accounting")
     config.addinivalue_line("markers", "every_line: also runs on the Spark 3.5 leg of `make test` (pyspark 3.5)")
     config.addinivalue_line(
+        "markers", "lines: `make test-lines` runs these on every pyspark release it lists, and `make test` does not"
+    )
+    config.addinivalue_line(
         "markers",
         "spark35_leg: in `make test`, runs on the Spark 3.5 leg instead of the Spark 4 one (line-independent code: "
         "that leg finishes minutes earlier); `make pytest` still runs it on Spark 4",
@@ -158,8 +161,11 @@ def metrics_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def spark(metrics_dir: Path):  # type: ignore[no-untyped-def]
     jars = session_jars()
     # Spark's Kafka connector (Scala 2.13, Spark 4) for the README's Kafka example, when `make kafka` has fetched it;
-    # without it only the tests that read Kafka fail (they say to run `make kafka`).
-    if int(pyspark.__version__.split(".")[0]) >= 4 and (kafka_jars := connector_jars_or_none()):
+    # without it only the tests that read Kafka fail (they say to run `make kafka`). Only on the Spark that has
+    # real-time mode (4.1+), which every test reading Kafka needs: an older Spark 4 (`make test-lines`) keeps its own
+    # class path.
+    major, minor = (int(x) for x in pyspark.__version__.split(".")[:2])
+    if (major, minor) >= (4, 1) and (kafka_jars := connector_jars_or_none()):
         jars += "," + kafka_jars
     builder = loopback_session_builder("local[2]", "spark-kinesis-tests", jars, str(metrics_dir))
     session = builder.getOrCreate()

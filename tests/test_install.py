@@ -20,7 +20,7 @@ import pytest
 import spark_kinesis
 from helpers import account, payload, rows_for, write_input
 from probe import run_probe
-from spark_kinesis._platforms import DAEMON_ROOT, PLATFORMS
+from spark_kinesis._platforms import daemon_root, platforms
 from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,7 +145,7 @@ def test_spark_submit_packages_resolves_thin_jar_and_kpl(kinesis, stream, tmp_pa
 #: This machine's platform wheel (a release publishes one per platform the KPL ships a daemon for: tools/release.py).
 HERE = next(
     p
-    for p in PLATFORMS
+    for p in platforms()
     if p.folder == ("osx" if sys.platform == "darwin" else f"linux-{platform.machine().replace('arm64', 'aarch64')}")
 )
 
@@ -198,8 +198,8 @@ def test_wheel_carries_one_bundle_and_a_jar_per_line(wheel: Path) -> None:
                 majors = {int.from_bytes(j.read(n)[6:8], "big") for n in j.namelist() if n.endswith(".class")}
                 assert max(majors) == (61 if jar.startswith("spark-kinesis-4_") else 52), (jar, sorted(majors))
                 if jar.startswith("spark-kinesis-kpl-"):
-                    daemons = [n for n in j.namelist() if n.startswith(f"{DAEMON_ROOT}/") and not n.endswith("/")]
-                    assert daemons == [f"{DAEMON_ROOT}/{HERE.folder}/kinesis_producer"], daemons
+                    daemons = [n for n in j.namelist() if n.startswith(f"{daemon_root()}/") and not n.endswith("/")]
+                    assert daemons == [f"{daemon_root()}/{HERE.folder}/kinesis_producer"], daemons
         assert whl.read("spark_kinesis/jars/PLATFORM").decode().strip() == HERE.folder
     assert wheel.name.endswith(f"-py3-none-{HERE.wheel_tag}.whl"), wheel.name
     # The whole check a release runs on it (name, tag against the daemon, size).
@@ -247,5 +247,5 @@ def test_the_wheel_without_jars_names_the_platform(tmp_path: Path) -> None:
     said = done.stderr.strip().splitlines()[-1]
     assert done.returncode == 1 and said.startswith("RuntimeError: spark_kinesis has no jars here"), done.stderr
     assert f"this machine runs {platform.system()} {platform.machine()}" in said, said
-    assert all(p.shown in said for p in PLATFORMS), said
+    assert all(p.shown in said for p in platforms()), said
     assert f"--packages {spark_kinesis.coordinates('4.0.1', '2.13')}" in said, said

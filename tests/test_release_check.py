@@ -23,7 +23,7 @@ from helpers import ROOT
 sys.path.insert(0, str(ROOT / "tools"))
 import release
 import release_check as rc
-from spark_kinesis._platforms import DAEMON_ROOT, PLATFORMS
+from spark_kinesis._platforms import daemon_root, platforms
 
 pytestmark = pytest.mark.spark35_leg  # no Spark here: the leg that ends first runs it
 
@@ -79,12 +79,14 @@ def _wheel(pypi: Path, folder: str, tag: str, daemon_folder: str | None = None) 
         "spark_kinesis/__init__.py": b"",
         "spark_kinesis/jars/PLATFORM": folder.encode() + b"\n",
         "spark_kinesis/jars/spark-kinesis.json": b'{"version": "%s"}' % VERSION.encode(),
-        f"{dist_info}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-{tag}\n".encode(),
+        f"{dist_info}/WHEEL": (
+            "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n" + "".join(f"Tag: py3-none-{t}\n" for t in tag.split("."))
+        ).encode(),
         f"{dist_info}/METADATA": f"Metadata-Version: 2.4\nName: spark-kinesis\nVersion: {VERSION}\n\n".encode(),
     }
     if folder != "none":
         d = daemon_folder or folder
-        bundle = {"io/x.class": b"\xca\xfe", f"{DAEMON_ROOT}/{d}/kinesis_producer": DAEMONS[d]}
+        bundle = {"io/x.class": b"\xca\xfe", f"{daemon_root()}/{d}/kinesis_producer": DAEMONS[d]}
         entries[f"spark_kinesis/jars/spark-kinesis-kpl-{VERSION}.jar"] = _zip(bundle)
         line = f"line=4\nscala=2.13\nversion={VERSION}\n".encode()
         entries[f"spark_kinesis/jars/spark-kinesis-4_2.13-{VERSION}.jar"] = _zip(
@@ -130,7 +132,7 @@ def staged(tmp_path: Path, gnupghome: Path) -> Path:
             _sign(f, gnupghome)
     pypi = out / "pypi"
     pypi.mkdir()
-    for p in PLATFORMS:
+    for p in platforms():
         _wheel(pypi, p.folder, p.wheel_tag)
     _wheel(pypi, "none", "any")
     return out
@@ -217,18 +219,43 @@ def test_a_wheel_carrying_another_platforms_daemon_fails(staged: Path, gnupghome
     _wheel(pypi, "linux-x86_64", "manylinux_2_12_x86_64", daemon_folder="linux-aarch64")
     problems = _problems(staged, gnupghome)
     assert problems == [
-        f"{name}: its bundle carries ['{DAEMON_ROOT}/linux-aarch64/kinesis_producer'], "
-        f"not ['{DAEMON_ROOT}/linux-x86_64/kinesis_producer'] alone"
+        f"{name}: its bundle carries ['{daemon_root()}/linux-aarch64/kinesis_producer'], "
+        f"not ['{daemon_root()}/linux-x86_64/kinesis_producer'] alone"
     ], problems
     # And the macOS daemon under a Linux tag: the machine the tag names against the binary's.
-    mac = _wheel(pypi, "osx", "macosx_10_15_x86_64")
+    both = "macosx_10_15_x86_64.macosx_11_0_arm64"
+    mac = _wheel(pypi, "osx", both)
     assert rc.tag_problem("manylinux_2_12_x86_64", rc.daemon_needs(DAEMONS["osx"])) == (
         "tag manylinux_2_12_x86_64 is not a macosx tag, but the daemon is a macOS x86_64 program"
     )
-    assert rc.tag_problem("macosx_11_0_arm64", rc.daemon_needs(DAEMONS["osx"])) == (
-        "tag macosx_11_0_arm64 is for arm64, but the daemon is a macOS x86_64 program"
+    assert rc.check_wheel(mac, VERSION, "osx", both) == []
+    assert rc.check_wheel(mac, VERSION, "osx", "macosx_10_15_x86_64") == [
+        f"{mac.name}: its WHEEL file says Tag ['py3-none-macosx_10_15_x86_64', 'py3-none-macosx_11_0_arm64'], "
+        "not py3-none-macosx_10_15_x86_64"
+    ]
+
+
+def test_every_tag_of_the_macos_wheel_is_checked_the_arm64_one_too(staged: Path, gnupghome: Path) -> None:
+    """Apple silicon runs the x86_64 daemon through Rosetta 2, from macOS 11: an arm64 tag is sound from there on, and
+    each tag of a compressed set is held to the daemon."""
+    needs = rc.daemon_needs(DAEMONS["osx"])
+    assert rc.tag_problem("macosx_10_15_x86_64.macosx_11_0_arm64", needs) is None
+    assert rc.tag_problem("macosx_10_15_x86_64.macosx_10_15_arm64", needs) == (
+        "tag macosx_10_15_arm64 is for arm64 before macOS 11, which has no Rosetta 2 to run the x86_64 daemon"
     )
-    assert rc.check_wheel(mac, VERSION, "osx", "macosx_10_15_x86_64") == []
+    assert rc.tag_problem("macosx_10_15_x86_64.manylinux_2_12_x86_64", needs) == (
+        "tag manylinux_2_12_x86_64 is not a macosx tag, but the daemon is a macOS x86_64 program"
+    )
+    pypi = staged / "pypi"
+    osx = next(p for p in platforms() if p.folder == "osx")
+    (pypi / f"spark_kinesis-{VERSION}-py3-none-{osx.wheel_tag}.whl").unlink()
+    wrong = _wheel(pypi, "osx", "macosx_10_15_x86_64.macosx_10_15_arm64")
+    assert _problems(staged, gnupghome) == [
+        f"PyPI: spark_kinesis-{VERSION}-py3-none-{osx.wheel_tag}.whl is missing",
+        f"PyPI: {wrong.name} is not a file a release publishes",
+        f"{wrong.name}: tag macosx_10_15_arm64 is for arm64 before macOS 11, which has no Rosetta 2 to run the x86_64 "
+        "daemon",
+    ]
 
 
 def test_a_wheel_over_the_size_limit_fails(staged: Path, gnupghome: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -242,16 +269,16 @@ def test_a_wheel_over_the_size_limit_fails(staged: Path, gnupghome: Path, monkey
 def test_the_platform_bundle_keeps_one_daemon(tmp_path: Path) -> None:
     """release.platform_bundle on a bundle of every daemon (and the KPL's unused zipped macOS copy)."""
     full = tmp_path / "full.jar"
-    entries = {"io/x.class": b"\xca\xfe", f"{DAEMON_ROOT}/osx/{release.UNUSED_DAEMON_COPY}": b"zip"}
-    entries.update({f"{DAEMON_ROOT}/{f}/kinesis_producer": d for f, d in DAEMONS.items()})
+    entries = {"io/x.class": b"\xca\xfe", f"{daemon_root()}/osx/{release.UNUSED_DAEMON_COPY}": b"zip"}
+    entries.update({f"{daemon_root()}/{f}/kinesis_producer": d for f, d in DAEMONS.items()})
     full.write_bytes(_zip(entries))
-    for p in PLATFORMS:
+    for p in platforms():
         out = tmp_path / f"{p.folder}.jar"
         release.platform_bundle(full, p.folder, out)
         with zipfile.ZipFile(out) as z:
-            assert sorted(z.namelist()) == sorted(["io/x.class", f"{DAEMON_ROOT}/{p.folder}/kinesis_producer"])
+            assert sorted(z.namelist()) == sorted(["io/x.class", f"{daemon_root()}/{p.folder}/kinesis_producer"])
             assert (
-                rc.tag_problem(p.wheel_tag, rc.daemon_needs(z.read(f"{DAEMON_ROOT}/{p.folder}/kinesis_producer")))
+                rc.tag_problem(p.wheel_tag, rc.daemon_needs(z.read(f"{daemon_root()}/{p.folder}/kinesis_producer")))
                 is None
             )
 

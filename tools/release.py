@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))  # the platform table's one home is the package (its configure() reads it)
-from spark_kinesis._platforms import DAEMON_ROOT, PLATFORMS
+from spark_kinesis._platforms import daemon_root, platforms
 
 VERSION_FILE = Path("python/spark_kinesis/_version.py")
 CHANGELOG = Path("CHANGELOG.md")
@@ -145,11 +145,11 @@ def sync_copy(dest: Path, root: Path = ROOT) -> None:
 
 def platform_bundle(bundle: Path, folder: str, out: Path) -> None:
     """A copy of the KPL bundle with the daemon of one platform only (entries, order and compression as they were)."""
-    keep = f"{DAEMON_ROOT}/{folder}/"
+    keep = f"{daemon_root()}/{folder}/"
     with zipfile.ZipFile(bundle) as src, zipfile.ZipFile(out, "w") as dst:
         for info in src.infolist():
             name = info.filename
-            if name.startswith(f"{DAEMON_ROOT}/") and name != f"{DAEMON_ROOT}/":
+            if name.startswith(f"{daemon_root()}/") and name != f"{daemon_root()}/":
                 if not name.startswith(keep) or name.endswith("/" + UNUSED_DAEMON_COPY):
                     continue
             dst.writestr(info, src.read(info), compress_type=info.compress_type)
@@ -176,9 +176,15 @@ def build_wheel(python_dir: Path, dist: Path, folder: str, tag: str, build: list
         else:
             platform_bundle(bundle, folder, jars / bundle_name)
         (jars / "PLATFORM").write_text(folder + "\n", encoding="utf-8")
-        # bdist_wheel's --plat-name tags the pure package for the one platform whose daemon it carries.
-        plat = [] if tag == "any" else [f"-C--build-option=--plat-name={tag}"]
+        # bdist_wheel's --plat-name tags the pure package for the one platform whose daemon it carries; it takes one
+        # tag, so the rest of a compressed tag set (macOS: x86_64 and arm64) is added by `wheel tags` after.
+        first = tag.split(".")[0]
+        plat = [] if tag == "any" else [f"-C--build-option=--plat-name={first}"]
         subprocess.run([*build, "--wheel", "--outdir", str(dist), *plat, str(src)], check=True, capture_output=True)
+    if tag != first:
+        built = dist / f"spark_kinesis-{version}-py3-none-{first}.whl"
+        retag = [build[0], "-m", "wheel", "tags", "--platform-tag", tag, "--remove", str(built)]
+        subprocess.run(retag, check=True, capture_output=True)
     wheel = dist / f"spark_kinesis-{version}-py3-none-{tag}.whl"
     if not wheel.is_file():
         raise SystemExit(f"the build of the {folder} wheel wrote no {wheel.name}: {sorted(os.listdir(dist))}")
@@ -186,9 +192,9 @@ def build_wheel(python_dir: Path, dist: Path, folder: str, tag: str, build: list
 
 
 def build_wheels(python_dir: Path, dist: Path, python: str) -> list[Path]:
-    """One wheel per platform of PLATFORMS and the one without jars, by the tools venv's pinned setuptools (no build
-    isolation)."""
-    variants = [(p.folder, p.wheel_tag) for p in PLATFORMS] + [("none", "any")]
+    """One wheel per platform of spark_kinesis._platforms and the one without jars, by the tools venv's pinned
+    setuptools (no build isolation)."""
+    variants = [(p.folder, p.wheel_tag) for p in platforms()] + [("none", "any")]
     build = [python, "-m", "build", "--no-isolation"]
     return [build_wheel(python_dir, dist, folder, tag, build) for folder, tag in variants]
 

@@ -7,8 +7,9 @@ it as a user would. Fails naming each problem it finds; the last line is ``relea
    javadoc jars and the POM; each with an ``.asc`` that gpg verifies against the key, and ``.md5``/``.sha1`` that match;
    every POM field Central requires (name, description, url, licenses, developers, scm) and its coordinates.
 3. Checks the PyPI files (:func:`check_wheels`, ``twine check --strict``): one wheel per platform of
-   spark_kinesis/_platforms.py and the one without jars; each at most WHEEL_MAX_BYTES; each platform wheel's tag
-   against the daemon it carries (the binary's machine, and the newest glibc or the macOS version it needs).
+   spark_kinesis/_platforms.py and the one without jars; each at most WHEEL_MAX_BYTES; each tag of each platform wheel
+   against the daemon it carries (the binary's machine, and the newest glibc or the macOS version it needs; the macOS
+   wheel's arm64 tag from macOS 11, where Rosetta 2 runs the x86_64 daemon).
 4. In a fresh venv (no checkout on sys.path), installs the Linux x86_64 wheel alone with pyspark and runs the README's
    first example (its ``configure()`` puts the wheel's jars on the session) against the embedded Kinesis
    (kinesis-mock); then runs the same example through ``spark-submit --packages`` with the staging as the only
@@ -41,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(1, str(ROOT / "tests"))  # test_readme: the one reader of the README's blocks and their inputs
 import release
-from spark_kinesis._platforms import DAEMON_ROOT, PLATFORMS
+from spark_kinesis._platforms import daemon_root, platforms
 
 OUT = ROOT / ".cache" / "release" / "out"
 TOOLS_VENV = ROOT / ".cache" / "release" / "venv-tools"
@@ -187,10 +188,24 @@ def daemon_needs(binary: bytes) -> tuple[str, str, tuple[int, int]]:
     return "unknown", "unknown", (0, 0)
 
 
-def tag_problem(tag: str, needs: tuple[str, str, tuple[int, int]]) -> str | None:
-    """Whether a wheel's platform tag promises what its daemon needs: its machine, and a glibc or macOS at least as
-    new as the daemon's (a lower tag would put the wheel where the daemon cannot start)."""
+def tag_problem(tags: str, needs: tuple[str, str, tuple[int, int]]) -> str | None:
+    """Whether a wheel's platform tags (one, or a compressed set ``a.b``) each promise what its daemon needs: its
+    machine, and a glibc or macOS at least as new as the daemon's (a lower tag would put the wheel where the daemon
+    cannot start). An arm64 macOS tag fits an x86_64 daemon from macOS 11 on: Apple silicon runs it through Rosetta 2
+    (the writer names the install where Rosetta 2 is missing)."""
+    return next(filter(None, (_one_tag_problem(t, needs) for t in tags.split("."))), None)
+
+
+def _one_tag_problem(tag: str, needs: tuple[str, str, tuple[int, int]]) -> str | None:
     kind, machine, (major, minor) = needs
+    rosetta = re.fullmatch(r"macosx_(\d+)_(\d+)_arm64", tag)
+    if kind == "macos" and machine == "x86_64" and rosetta:
+        promised = (int(rosetta.group(1)), int(rosetta.group(2)))
+        if promised < (11, 0):
+            return f"tag {tag} is for arm64 before macOS 11, which has no Rosetta 2 to run the x86_64 daemon"
+        if promised < (major, minor):
+            return f"tag {tag} promises macOS {promised[0]}.{promised[1]}, but the daemon needs macOS {major}.{minor}"
+        return None
     # Per kind of daemon: the tag's prefix, the system's name, and what its version is called.
     known = {"linux": ("manylinux", "Linux", "glibc", "GLIBC_"), "macos": ("macosx", "macOS", "macOS", "")}
     if kind in known:
@@ -218,7 +233,7 @@ def check_wheel(wheel: Path, version: str, folder: str, tag: str) -> list[str]:
         names = whl.namelist()
         dist_info = f"spark_kinesis-{version}.dist-info"
         tags = re.findall(r"^Tag: (.+)$", whl.read(f"{dist_info}/WHEEL").decode(), re.M)
-        if tags != [f"py3-none-{tag}"]:
+        if tags != [f"py3-none-{t}" for t in tag.split(".")]:
             problems.append(f"{name}: its WHEEL file says Tag {tags}, not py3-none-{tag}")
         meta = whl.read(f"{dist_info}/METADATA").decode()
         if f"\nVersion: {version}\n" not in meta:
@@ -251,8 +266,8 @@ def check_wheel(wheel: Path, version: str, folder: str, tag: str) -> list[str]:
         with tempfile.TemporaryDirectory() as tmp:
             whl.extract(bundle, tmp)
             with zipfile.ZipFile(Path(tmp) / bundle) as kpl:
-                daemons = sorted(n for n in kpl.namelist() if n.startswith(f"{DAEMON_ROOT}/") and not n.endswith("/"))
-                want = [f"{DAEMON_ROOT}/{folder}/kinesis_producer"]
+                daemons = sorted(n for n in kpl.namelist() if n.startswith(f"{daemon_root()}/") and not n.endswith("/"))
+                want = [f"{daemon_root()}/{folder}/kinesis_producer"]
                 if daemons != want:
                     problems.append(f"{name}: its bundle carries {daemons}, not {want} alone")
                 if want[0] in daemons:
@@ -264,7 +279,7 @@ def check_wheel(wheel: Path, version: str, folder: str, tag: str) -> list[str]:
 
 def check_wheels(pypi: Path, version: str) -> list[str]:
     """Problems of the PyPI files: exactly the expected wheels (no sdist), each sound."""
-    expected = {f"spark_kinesis-{version}-py3-none-{p.wheel_tag}.whl": (p.folder, p.wheel_tag) for p in PLATFORMS}
+    expected = {f"spark_kinesis-{version}-py3-none-{p.wheel_tag}.whl": (p.folder, p.wheel_tag) for p in platforms()}
     expected[f"spark_kinesis-{version}-py3-none-any.whl"] = ("none", "any")
     present = sorted(p.name for p in pypi.iterdir()) if pypi.is_dir() else []
     problems = [f"PyPI: {f} is missing" for f in sorted(set(expected) - set(present))]
@@ -393,7 +408,7 @@ def run_examples(out: Path, version: str, work: Path) -> dict[str, float]:
     pyspark_version = subprocess.run(
         [sys.executable, "-c", "import pyspark; print(pyspark.__version__)"], check=True, capture_output=True, text=True
     ).stdout.strip()
-    wheel = out / "pypi" / f"spark_kinesis-{version}-py3-none-{PLATFORMS[0].wheel_tag}.whl"
+    wheel = out / "pypi" / f"spark_kinesis-{version}-py3-none-{platforms()[0].wheel_tag}.whl"
     venv = work / "venv"
     took: dict[str, float] = {}
     t = time.monotonic()
@@ -512,7 +527,7 @@ def _elsewhere(out: Path, version: str, venv: Path, env: dict[str, str], run: Pa
     """The macOS wheel's jars on this Linux driver (local mode): the write is refused, naming this platform and the one
     the bundle carries, before any daemon starts."""
     run.mkdir()
-    osx = next(p for p in PLATFORMS if p.folder == "osx")
+    osx = next(p for p in platforms() if p.folder == "osx")
     with zipfile.ZipFile(out / "pypi" / f"spark_kinesis-{version}-py3-none-{osx.wheel_tag}.whl") as whl:
         mvn = release.maven_version(version)
         jars = [f"spark_kinesis/jars/spark-kinesis-kpl-{mvn}.jar", f"spark_kinesis/jars/spark-kinesis-4_2.13-{mvn}.jar"]

@@ -119,14 +119,27 @@ def _no_daemon_here(jars: Path, spark_version: str, scala_binary: str | None) ->
         return None
     import platform
 
-    from spark_kinesis._platforms import PLATFORMS
+    return no_daemon_message(platform.system(), platform.machine(), coordinates(spark_version, scala_binary))
 
-    return (
+
+def no_daemon_message(system: str, machine: str, coordinates: str) -> str:
+    """``configure()``'s words on a machine (``platform.system()``, ``platform.machine()``) the KPL ships no daemon
+    for: where it exists, and the ways that work from here."""
+    from spark_kinesis._platforms import where_it_runs
+
+    said = (
         f"spark_kinesis has no jars here: pip installed its wheel for platforms the KPL ships no daemon for, and this "
-        f"machine runs {platform.system()} {platform.machine()}. The KPL's daemon exists for "
-        f"{'; '.join(p.shown for p in PLATFORMS)}; there, pip installs the wheel with the jars. From here, the "
-        f"Python API works as a Spark Connect client (the server needs the jars), or start Spark on one of those "
-        f"platforms with --packages {coordinates(spark_version, scala_binary)}."
+        f"machine runs {system} {machine}. The KPL's daemon exists for {where_it_runs()}; there, pip installs the "
+        f"wheel with the jars. "
+    )
+    if system == "Windows":
+        return said + (
+            "On Windows, run Spark in WSL2 (its Linux x86_64 gets the jars: pip install spark-kinesis there), or use "
+            "this Python as a Spark Connect client (SparkSession.builder.remote(...)) of a server that has the jars."
+        )
+    return said + (
+        "From here, the Python API works as a Spark Connect client (the server needs the jars), or start Spark on one "
+        f"of those platforms with --packages {coordinates}."
     )
 
 

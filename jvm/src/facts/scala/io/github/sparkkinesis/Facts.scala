@@ -38,8 +38,14 @@ private[sparkkinesis] object Facts {
     val totals = TaskTotals.all.map { t =>
       s"""{"name": ${str(t.name)}, "unit": ${str(t.unit)}, "description": ${str(t.description)}}"""
     }
+    val platforms = Platforms.all.map { p =>
+      s"""{"folder": ${str(p.folder)}, "daemon": ${str(p.daemon)}, "wheelTags": ${arr(p.wheelTags.map(str))}, """ +
+        s""""shown": ${str(p.shown)}}"""
+    }
     Seq(
       buildMembers,
+      s""""daemonRoot": ${str(Platforms.ResourceRoot)}""",
+      s""""platforms": ${arr(platforms, "\n  ")}""",
       s""""options": ${arr(options, "\n  ")}""",
       s""""kplSettings": ${arr(KplSettings.all.map(s => str(s.name)))}""",
       s""""kplSecrets": ${arr(KplSettings.all.filter(_.secret).map(s => str(s.name)))}""",

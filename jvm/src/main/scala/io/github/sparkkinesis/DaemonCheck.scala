@@ -21,28 +21,47 @@ import org.slf4j.LoggerFactory
 private[sparkkinesis] object DaemonCheck {
   private val log = LoggerFactory.getLogger(getClass)
 
-  /** Where the bundle keeps each platform's daemon (project/KplResources.scala renames the KPL's folder). */
-  val ResourceRoot = "spark-kinesis-kpl-native-binaries"
-
   /** The platforms the bundle carries a daemon for, by the KPL's folder names, as the KPL's own class loader (where it
     * looks them up) sees them.
     */
-  def carried: Seq[String] = Seq("linux-x86_64", "linux-aarch64", "osx", "windows").filter(daemon(_) != null)
+  def carried: Seq[String] = Platforms.all.filter(p => daemon(p.folder, p.daemon) != null).map(_.folder)
 
-  /** `platform`'s daemon in the bundle, found as the KPL finds it (its own class loader), or null. */
-  private def daemon(platform: String): java.net.URL = {
-    val name = if (platform == "windows") "kinesis_producer.exe" else "kinesis_producer"
+  /** `folder`'s daemon in the bundle, found as the KPL finds it (its own class loader), or null. */
+  private def daemon(folder: String, name: String): java.net.URL =
     classOf[io.github.sparkkinesis.shaded.kpl.KinesisProducer].getClassLoader
-      .getResource(s"$ResourceRoot/$platform/$name")
-  }
+      .getResource(s"${Platforms.ResourceRoot}/$folder/$name")
 
-  /** The KPL's folder for this JVM's platform (its rule: `linux-<arch>` with amd64 as x86_64, `osx`, `windows`). */
-  def platform(osName: String, osArch: String): String = {
-    val os = osName.toLowerCase(java.util.Locale.ROOT)
-    if (os.startsWith("windows")) "windows"
-    else if (os.startsWith("linux")) s"linux-${if (osArch == "amd64") "x86_64" else osArch}"
-    else if (os.startsWith("mac")) "osx"
-    else s"$osName-$osArch"
+  /** Why no carried daemon can run on a JVM of `osName`/`osArch`, or None. `carried`: the folders the bundle has (none
+    * seen: a class loader that hides its resources from us, and the KPL's own start will tell); `rosetta`: whether
+    * Rosetta 2 is installed (what an Apple silicon Mac needs for the macOS daemon).
+    */
+  private[sparkkinesis] def platformProblem(
+      osName: String,
+      osArch: String,
+      carried: Seq[String],
+      rosetta: Boolean
+  ): Option[String] = {
+    val here = Platforms.folder(osName, osArch)
+    if (carried.isEmpty) None
+    else if (here == "windows")
+      Some(
+        s"This JVM runs on $osName $osArch: the KPL ships no daemon for Windows, so the writer's tasks cannot run " +
+          "here. Run Spark in WSL2 (Linux x86_64: pip install spark-kinesis inside it), or use this machine as a " +
+          "Spark Connect client of a Spark server on Linux or macOS that has the jars"
+      )
+    else if (!carried.contains(here))
+      Some(
+        s"This JVM runs on $osName $osArch ($here), for which spark-kinesis carries no KPL daemon (it carries " +
+          s"${carried.mkString(", ")}). Run the executors on one of those, or build the KPL's daemon for this " +
+          "platform and set kpl.NativeExecutable to it"
+      )
+    else if (Platforms.appleSilicon(osName, osArch) && !rosetta)
+      Some(
+        s"This Mac runs on Apple silicon ($osArch), and the KPL's macOS daemon is an x86_64 program, which macOS " +
+          "runs only through Rosetta 2, not installed here. Install it: softwareupdate --install-rosetta " +
+          "--agree-to-license"
+      )
+    else None
   }
 
   /** What can be checked before the KPL runs anything; throws a [[KinesisWriteException]] naming cause and fix. */
@@ -51,15 +70,10 @@ private[sparkkinesis] object DaemonCheck {
     val native = kpc.getNativeExecutable.trim
     if (native.nonEmpty) executable(Paths.get(native))
     else {
-      val here = platform(System.getProperty("os.name"), System.getProperty("os.arch"))
-      val have = carried
-      // None seen at all: a class loader that hides the bundle's resources from us; the KPL's own start will tell.
-      if (have.nonEmpty && !have.contains(here))
-        throw fail(
-          s"This JVM runs on ${System.getProperty("os.name")} ${System.getProperty("os.arch")} ($here), for which " +
-            s"spark-kinesis carries no KPL daemon (it carries ${have.mkString(", ")}). Run the executors on one of " +
-            "those, or build the KPL's daemon for this platform and set kpl.NativeExecutable to it"
-        )
+      val (osName, osArch) = (System.getProperty("os.name"), System.getProperty("os.arch"))
+      val here = Platforms.folder(osName, osArch)
+      val rosetta = !Platforms.appleSilicon(osName, osArch) || Files.exists(Paths.get(Platforms.RosettaRuntime))
+      platformProblem(osName, osArch, carried, rosetta).foreach(m => throw fail(m))
       val (dir, named) = tempDirectoryOf(config)
       tempDirectory(dir, named, daemonBytes(here))
     }
@@ -76,7 +90,7 @@ private[sparkkinesis] object DaemonCheck {
 
   private def daemonBytes(platform: String): Long =
     try {
-      val url = daemon(platform)
+      val url = Platforms.all.find(_.folder == platform).map(p => daemon(p.folder, p.daemon)).orNull
       if (url == null) 0L else url.openConnection().getContentLengthLong.max(0L)
     } catch { case NonFatal(_) => 0L }
 

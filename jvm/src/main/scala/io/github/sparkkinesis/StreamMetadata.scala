@@ -40,14 +40,14 @@ private[sparkkinesis] final class SdkStreamMetadata(
 
   private val c = config.kpc // the settings the daemon gets, with the KPL's defaults
   private[sparkkinesis] val trust: Trust = Trust.of(c)
-  private val trustManager = trust.manager()
+  private val trustManager = if (trust.verify) Some(trust.manager()) else None // else: trusts all
 
   /** The certificate the endpoint presented that [[trust]] refused, if a call met one. */
-  def refusedCertificate: Option[java.security.cert.X509Certificate] = trustManager.refused
+  def refusedCertificate: Option[java.security.cert.X509Certificate] = trustManager.flatMap(_.refused)
 
   private[sparkkinesis] val client: KinesisClient = {
     val http = Apache5HttpClient.builder()
-    if (trust.verify) http.tlsTrustManagersProvider(() => Array[TrustManager](trustManager)) // else: trusts all
+    trustManager.foreach(m => http.tlsTrustManagersProvider(() => Array[TrustManager](m)))
     if (c.getProxyHost.nonEmpty)
       http.proxyConfiguration(
         ProxyConfiguration

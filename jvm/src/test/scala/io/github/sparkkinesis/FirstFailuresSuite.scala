@@ -120,13 +120,47 @@ class FirstFailuresSuite extends AnyFunSuite {
   }
 
   test("the KPL's platform folders, by its rule") {
-    assert(DaemonCheck.platform("Linux", "amd64") == "linux-x86_64")
-    assert(DaemonCheck.platform("Linux", "aarch64") == "linux-aarch64")
-    assert(DaemonCheck.platform("Mac OS X", "aarch64") == "osx")
-    assert(DaemonCheck.platform("FreeBSD", "amd64") == "FreeBSD-amd64")
+    assert(Platforms.folder("Linux", "amd64") == "linux-x86_64")
+    assert(Platforms.folder("Linux", "aarch64") == "linux-aarch64")
+    assert(Platforms.folder("Mac OS X", "aarch64") == "osx")
+    assert(Platforms.folder("FreeBSD", "amd64") == "FreeBSD-amd64")
     // The bundle's folder name, as the KPL's class loader finds it: this platform's daemon is among those carried.
-    val here = DaemonCheck.platform(System.getProperty("os.name"), System.getProperty("os.arch"))
+    val here = Platforms.folder(System.getProperty("os.name"), System.getProperty("os.arch"))
     assert(DaemonCheck.carried.contains(here), DaemonCheck.carried)
+    assert(DaemonCheck.carried == Platforms.all.map(_.folder), "the bundle carries every platform of the table")
+  }
+
+  test("the driver's words where no carried daemon runs: Windows, Apple silicon without Rosetta 2, another platform") {
+    val all = Platforms.all.map(_.folder)
+    assert(
+      DaemonCheck
+        .platformProblem("Windows 11", "amd64", all, rosetta = false)
+        .contains(
+          "This JVM runs on Windows 11 amd64: the KPL ships no daemon for Windows, so the writer's tasks cannot run " +
+            "here. Run Spark in WSL2 (Linux x86_64: pip install spark-kinesis inside it), or use this machine as a " +
+            "Spark Connect client of a Spark server on Linux or macOS that has the jars"
+        )
+    )
+    assert(
+      DaemonCheck
+        .platformProblem("Mac OS X", "aarch64", all, rosetta = false)
+        .contains(
+          "This Mac runs on Apple silicon (aarch64), and the KPL's macOS daemon is an x86_64 program, which macOS runs " +
+            "only through Rosetta 2, not installed here. Install it: softwareupdate --install-rosetta --agree-to-license"
+        )
+    )
+    assert(DaemonCheck.platformProblem("Mac OS X", "aarch64", all, rosetta = true).isEmpty)
+    assert(DaemonCheck.platformProblem("Mac OS X", "x86_64", all, rosetta = false).isEmpty, "Intel needs no Rosetta")
+    assert(
+      DaemonCheck
+        .platformProblem("Mac OS X", "aarch64", Seq("linux-x86_64"), rosetta = true)
+        .contains(
+          "This JVM runs on Mac OS X aarch64 (osx), for which spark-kinesis carries no KPL daemon (it carries " +
+            "linux-x86_64). Run the executors on one of those, or build the KPL's daemon for this platform and set " +
+            "kpl.NativeExecutable to it"
+        )
+    )
+    assert(DaemonCheck.platformProblem("Linux", "riscv64", Nil, rosetta = false).isEmpty, "nothing seen: the KPL tells")
   }
 
   test("a daemon that prints its usage runs; the loader's words name the library or the glibc") {
