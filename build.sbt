@@ -21,6 +21,11 @@ val kplVersion = "1.1.1"
 // KPL's STS and CloudWatch.
 val awsSdkVersion = "2.57.8"
 val gsrVersion = "1.1.24" // the version KPL 1.1.1 declares
+// The KCL the tests read aggregates with: the unit tests here and the tests' consumer (tools/kcl/pom.xml, its one home).
+val kclVersion = "<kcl.version>([^<]+)</kcl.version>".r
+  .findFirstMatchIn(IO.read(file("tools/kcl/pom.xml")))
+  .map(_.group(1))
+  .getOrElse(sys.error("tools/kcl/pom.xml names no kcl.version"))
 
 val lines = SparkLines.all // project/SparkLines.scala
 
@@ -272,7 +277,7 @@ def sparkLineProject(l: SparkLine): Project =
         "org.scalatest" %% "scalatest" % "3.2.19" % Test,
         // The KCL's own deaggregation (with its hash-range check) reads the writer's aggregates in unit tests: the
         // jar alone, with what its AggregatorUtil links against.
-        ("software.amazon.kinesis" % "amazon-kinesis-client" % "3.5.1" % Test).intransitive(),
+        ("software.amazon.kinesis" % "amazon-kinesis-client" % kclVersion % Test).intransitive(),
         "com.google.protobuf" % "protobuf-java" % "4.27.5" % Test,
         "javax.xml.bind" % "jaxb-api" % "2.3.1" % Test
       ),

@@ -24,7 +24,7 @@ import pytest
 from helpers import LOG_LINE, OURS, ROOT, account, rows_for, session_jars, write_input
 from probe import run_probe
 from spark_kinesis_testkit.emulator import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, REGION, read_stream
-from spark_kinesis_testkit.sts import S3A_JARS, MotoSts
+from spark_kinesis_testkit.moto_server import S3A_JARS, MotoServer
 
 pytestmark = pytest.mark.e2e
 
@@ -214,7 +214,7 @@ def test_s3_input_and_checkpoint_through_s3a_beside_its_sdk(kinesis: Any, tmp_pa
     """The README's shape on an EMR-like class path: JSON read from S3 and the checkpoint kept on S3 through S3A
     (moto's S3 on loopback), hadoop-aws and the SDK bundle it pins on the JVM's class path. The platform's SDK serves
     S3A while ours serves the writer, in one JVM."""
-    with MotoSts() as moto:
+    with MotoServer() as moto:
         s3 = moto.s3()
         s3.create_bucket(Bucket="cp-bucket")
         for prefix, ids in (("input", STREAMED), ("batch-input", BATCHED)):

@@ -17,7 +17,7 @@ from helpers import account, payload, session_jars, write_input
 from probe import Probe, ProbeResult, probe_env
 from spark_kinesis_testkit.emulator import REGION, free_port, loopback_writer_options, read_stream
 from spark_kinesis_testkit.faults import FaultFront
-from spark_kinesis_testkit.sts import MotoSts
+from spark_kinesis_testkit.moto_server import MotoServer
 
 ACCOUNT = "123456789012"
 N = 300
@@ -67,7 +67,7 @@ def test_every_credentials_source_end_to_end(kinesis, tmp_path):
         files=6,
     )
     good = ["static", "session_token", "profile", "assume_role", "web_identity", "env"]
-    with MotoSts() as sts, MotoSts(refuse_unknown_keys=True) as refusing:
+    with MotoServer() as sts, MotoServer(refuse_unknown_keys=True) as refusing:
         fronts = {name: FaultFront(f"http://127.0.0.1:{kinesis.plain_port}").start() for name in good}
         try:
             streams = {name: f"t-creds-{name.replace('_', '-')}-{tmp_path.name[-6:]}" for name in good}

@@ -310,8 +310,17 @@ def test_held_shard_maps_answer_from_before_a_reshard(front: FaultFront, client:
     assert len(direct.list_shards(StreamName=stream, ShardFilter={"Type": "AT_LATEST"})["Shards"]) == 3
     assert open_ids() == before, "a held map shows the split"
     client.put_records(StreamName=stream, Records=_records(3))
+    from aws_kinesis_agg.aggregator import RecordAggregator
+
+    agg = RecordAggregator()
+    for i in range(4):
+        agg.add_user_record(f"k{i}", f"sub-{i}".encode())
+    pk, ehk, data = agg.clear_and_get().get_contents()  # ehk: None, the partition key places it
+    client.put_records(StreamName=stream, Records=[{"PartitionKey": pk, "Data": data}])
+    assert ehk is None
     front.release_shard_maps(stream)
     after = open_ids()
     assert len(after) == 3 and after != before
     stats = front.stats()
-    assert stats["held_listings"] == 1 and stats["held_records"] == 3, stats
+    assert stats["held_listings"] == 1 and stats["held_records"] == 4, stats
+    assert front.held_user_records(stream) == 3 + 4, "an aggregate counts its every sub-record"

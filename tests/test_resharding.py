@@ -24,7 +24,7 @@ from spark_kinesis_testkit.emulator import loopback_writer_options, producer_sna
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import read_stream_kcl
 from spark_kinesis_testkit.kcl_worker import KclWorker
-from spark_kinesis_testkit.sts import MotoSts
+from spark_kinesis_testkit.moto_server import MotoServer
 
 #: A split of one shard, a merge of two, UpdateShardCount to 8 and back to 4, in this order, on a 4-shard stream.
 EVENTS = ("split", "merge", "up", "down")
@@ -141,7 +141,7 @@ def test_reshards_racing_every_map_lose_nothing_to_a_kcl_consumer(
     if worker:
         # A KCL 3.x application reading the whole stream, every parent and child, as any KCL consumer would.
         endpoint = f"http://127.0.0.1:{kinesis.plain_port}"
-        with MotoSts() as ddb, KclWorker(endpoint, ddb.endpoint, stream, f"app-{stream[-6:]}") as consumer:
+        with MotoServer() as ddb, KclWorker(endpoint, ddb.endpoint, stream, f"app-{stream[-6:]}") as consumer:
             got = consumer.wait_until(lambda rs: len(rs) >= len(kcl_records), timeout_s=120)
         by_worker = account(range(n), got)
         assert by_worker.missing == [], f"the KCL worker misses {len(by_worker.missing)} ids: {by_worker.missing[:10]}"

@@ -37,10 +37,13 @@ __all__ = [
     "find_kinesis_mock",
     "free_port",
     "hash_key",
+    "iter_shard",
     "java_executable",
     "loopback_session_builder",
     "producer_snapshot",
     "read_stream",
+    "require_java",
+    "user_records_in",
 ]
 
 #: Static fake credentials; kinesis-mock checks that a SigV4 header exists, not its signature.
@@ -54,6 +57,14 @@ def java_executable() -> str | None:
     there is none."""
     home = os.environ.get("JAVA_HOME")
     return shutil.which("java", path=f"{home}/bin" if home else None)
+
+
+def require_java(needed_by: str) -> str:
+    """:func:`java_executable`, or an error naming what needs it."""
+    java = java_executable()
+    if java is None:
+        raise RuntimeError(f"java is not on PATH (or JAVA_HOME): {needed_by}")
+    return java
 
 
 def free_port() -> int:
@@ -335,7 +346,18 @@ class UserRecord:
 AGGREGATED_MAGIC = b"\xf3\x89\x9a\xc2"  # the KPL aggregate format's own constant
 
 
-def _iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[dict[str, Any]]:
+def user_records_in(data: bytes) -> int:
+    """How many user records a Kinesis record's data carries: an aggregate's sub-records, else one."""
+    if data[:4] != AGGREGATED_MAGIC:
+        return 1
+    from aws_kinesis_agg import deaggregator  # first: it puts its folder on sys.path for its generated modules
+
+    message = deaggregator.messages_pb2.AggregatedRecord()
+    message.ParseFromString(data[4:-16])
+    return len(message.records)
+
+
+def iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[dict[str, Any]]:
     it = client.get_shard_iterator(StreamName=stream, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
         "ShardIterator"
     ]
@@ -362,7 +384,7 @@ def read_stream(client: Any, stream: str, idle_polls: int = 2) -> list[UserRecor
     shards = client.list_shards(StreamName=stream)["Shards"]
     for shard in shards:
         sid = shard["ShardId"]
-        for raw in _iter_shard(client, stream, sid, idle_polls):
+        for raw in iter_shard(client, stream, sid, idle_polls):
             arrival = raw.get("ApproximateArrivalTimestamp")
             arrival_s = arrival.timestamp() if arrival is not None else None
             own_ehk: list[bool] = []

@@ -22,7 +22,8 @@ request unchanged to the emulator's plain-HTTP port, and returns its answer, unl
 * ``hold_shard_maps`` - answer ``ListShards`` of a stream with what the emulator answered the same request before the
   hold, until ``release_shard_maps``: every producer's shard map then lags a reshard made meanwhile, so records routed
   by the old map land in the new shards on purpose (the race of a reshard with a producer's map, which otherwise
-  depends on timing). Writes of a held stream are counted (``stats()["held_records"]``).
+  depends on timing). Writes of a held stream are counted (``stats()["held_records"]``, Kinesis records; per stream,
+  ``held_user_records(stream)``, the user records they carry).
 * Record size limits (always on): kinesis-mock 0.6.2 keeps each stream's ``MaxRecordSizeInKiB`` (``UpdateMaxRecordSize``
   sets it, records up to 10 MiB are stored) but leaves it out of ``DescribeStreamSummary`` until it was set, counts
   only the data, and refuses a record per entry with ``InvalidArgumentException``. The front answers as Kinesis does:
@@ -62,7 +63,7 @@ import cbor2
 import trustme
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
-from .emulator import AGGREGATED_MAGIC, hash_key
+from .emulator import AGGREGATED_MAGIC, hash_key, user_records_in
 
 __all__ = ["FaultFront"]
 
@@ -204,6 +205,7 @@ class FaultFront:
         self._denied_key: str | None = None  # only for requests this key signs (None: every request)
         self._denied_code = "AccessDeniedException"
         self._held: set[str] = set()  # streams whose ListShards answers come from self._listings
+        self._held_by_stream: dict[str, int] = {}  # user records written to each stream while its maps were held
         self._listings: dict[tuple[str, bytes], tuple[int, bytes, dict[str, str]]] = {}  # the last answer per request
         self._outage_mode: str | None = None
         self._outage_timer: asyncio.TimerHandle | None = None
@@ -390,6 +392,11 @@ class FaultFront:
     def stats(self) -> dict[str, int]:
         return self._call(lambda: dict(self._stats))
 
+    def held_user_records(self, stream: str) -> int:
+        """User records written to ``stream`` while its shard maps were held (an aggregate's every sub-record): what the
+        KPL's "Wrong Shard" re-sends of them can write twice."""
+        return self._call(lambda: self._held_by_stream.get(stream, 0))
+
     # -- loop plumbing -----------------------------------------------------------------------
     def _run(self, coro: Any) -> Any:
         if self._loop is None:
@@ -482,7 +489,10 @@ class FaultFront:
         if self._held and op in ("PutRecords", "PutRecord"):
             parsed = _json(body)
             if _stream_name(parsed) in self._held:
-                self._stats["held_records"] += len(parsed.get("Records", [])) if op == "PutRecords" else 1
+                records = parsed.get("Records", []) if op == "PutRecords" else [parsed]
+                self._stats["held_records"] += len(records)
+                users = sum(user_records_in(base64.b64decode(r.get("Data", ""))) for r in records)
+                self._held_by_stream[_stream_name(parsed)] = self._held_by_stream.get(_stream_name(parsed), 0) + users
         if op == "UpdateMaxRecordSize":
             self._record_limits.pop(_stream_name(_json(body)), None)  # read again from the emulator
         if op in ("PutRecords", "PutRecord") and len(body) > _SMALL_BODY:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from spark_kinesis_testkit.emulator import free_port, java_executable, stop_process
+from spark_kinesis_testkit.emulator import free_port, require_java, stop_process
 
 __all__ = ["KafkaBroker", "connector_jars", "connector_jars_or_none", "produce"]
 
@@ -71,9 +71,7 @@ class KafkaBroker:
         return self._proc.pid if self._proc else None
 
     def start(self) -> KafkaBroker:
-        java = java_executable()
-        if java is None:
-            raise RuntimeError("java is not on PATH (or JAVA_HOME): the Kafka broker needs Java 17")
+        java = require_java("the Kafka broker needs Java 17")
         classpath = os.pathsep.join(str(j) for j in _jars("broker"))
         self._dir = Path(tempfile.mkdtemp(prefix="kafka-"))
         self.port, controller = free_port(), free_port()

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .emulator import UserRecord, _iter_shard, java_executable, stop_process
+from .emulator import UserRecord, iter_shard, require_java, stop_process
 
 __all__ = ["KclDeaggregator", "kcl_classpath", "read_stream_kcl"]
 
@@ -31,13 +31,6 @@ def kcl_classpath() -> str:
     return f"{jar}{os.pathsep}{lib}{os.sep}*"
 
 
-def _java() -> str:
-    java = java_executable()
-    if java is None:
-        raise RuntimeError("java is not on PATH (or JAVA_HOME): the KCL runs on the JVM")
-    return java
-
-
 class KclDeaggregator:
     """One JVM running ``io.github.sparkkinesis.kcl.Deaggregate`` (tools/kcl): the KCL's deaggregation, shard by
     shard, for as many reads as the tests make. Started on first use; ``close()`` stops it by its pid."""
@@ -48,7 +41,12 @@ class KclDeaggregator:
     def _started(self) -> subprocess.Popen[str]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
-                [_java(), "-cp", kcl_classpath(), "io.github.sparkkinesis.kcl.Deaggregate"],
+                [
+                    require_java("the KCL runs on the JVM"),
+                    "-cp",
+                    kcl_classpath(),
+                    "io.github.sparkkinesis.kcl.Deaggregate",
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
@@ -108,7 +106,7 @@ def read_stream_kcl(client: Any, stream: str, kcl: KclDeaggregator, idle_polls: 
     for shard in client.list_shards(StreamName=stream)["Shards"]:
         sid = shard["ShardId"]
         first, last = (int(shard["HashKeyRange"][k]) for k in ("StartingHashKey", "EndingHashKey"))
-        records = list(_iter_shard(client, stream, sid, idle_polls))
+        records = list(iter_shard(client, stream, sid, idle_polls))
         for i in range(0, len(records), 1000):  # one request line per thousand Kinesis records
             out += kcl.deaggregate(records[i : i + 1000], first, last, sid)
     return out

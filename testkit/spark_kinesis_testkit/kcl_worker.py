@@ -1,12 +1,12 @@
 """A real KCL 3.x consumer for tests: ``io.github.sparkkinesis.kcl.Consume`` (tools/kcl) in a JVM of its own.
 
 The KCL's ``Scheduler`` reads the stream from kinesis-mock (plain HTTP, polling, TRIM_HORIZON) and keeps its leases
-in DynamoDB (moto's server, ``MotoSts``, on loopback); its record processor appends every user record the KCL hands
+in DynamoDB (moto's server, ``MotoServer``, on loopback); its record processor appends every user record the KCL hands
 it to a file and checkpoints, at the end of a shard too, so the KCL moves on to the shard's children as it does for
 any application. ``KclWorker.records()`` reads that file back: what a KCL consumer of the stream received, resharded
 streams and KPL aggregates included, decided by the KCL's own code rather than a model of it.
 
->>> with MotoSts() as ddb, KclWorker(km_endpoint, ddb.endpoint, "events", "app-1") as kcl:
+>>> with MotoServer() as ddb, KclWorker(km_endpoint, ddb.endpoint, "events", "app-1") as kcl:
 ...     got = kcl.wait_until(lambda rs: len(rs) >= 100, timeout_s=120)
 """
 
@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .emulator import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, REGION, UserRecord, stop_process
-from .kcl import _java, kcl_classpath
+from .emulator import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, REGION, UserRecord, require_java, stop_process
+from .kcl import kcl_classpath
 
 __all__ = ["KclWorker"]
 
@@ -101,7 +101,13 @@ class KclWorker:
         # A test's worker handles little data on cores it shares with kinesis-mock, moto and the test: the serial
         # collector (no GC threads) and the client compiler only, which starts it up about a second sooner.
         jvm = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
-        cmd = [_java(), *jvm, "-cp", kcl_classpath(), "io.github.sparkkinesis.kcl.Consume"]
+        cmd = [
+            require_java("the KCL runs on the JVM"),
+            *jvm,
+            "-cp",
+            kcl_classpath(),
+            "io.github.sparkkinesis.kcl.Consume",
+        ]
         self.output.touch()
         with self.log.open("ab") as log:
             self.started_at = time.monotonic()

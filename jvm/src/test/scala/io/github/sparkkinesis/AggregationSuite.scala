@@ -7,7 +7,14 @@ import java.security.MessageDigest
 import org.scalatest.funsuite.AnyFunSuite
 import io.github.sparkkinesis.shaded.kpl.protobuf.Messages
 
-import io.github.sparkkinesis.aggregation.{AggregateFormat, AggregationSettings, HashKey, Pacing, ShardMap, ShardRange}
+import io.github.sparkkinesis.aggregation.{
+  AggregateFormat,
+  AggregationSettings,
+  HashKey,
+  SealRule,
+  ShardMap,
+  ShardRange
+}
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 class AggregationSuite extends AnyFunSuite {
@@ -135,12 +142,12 @@ class AggregationSuite extends AnyFunSuite {
     val map = FakeMetadata.even(2).shards
     val Seq(k0, k1) =
       Seq(0, 1).map(i => Iterator.from(0).map(n => s"k$n").find(k => map.indexOf(HashKey.ofPartitionKey(k)) == i).get)
-    (1 to Pacing.IdleInFlight).foreach { i => // each shard's idle gathers go, until it is no longer idle
+    (1 to SealRule.IdleInFlight).foreach { i => // each shard's idle gathers go, until it is no longer idle
       w.process(row(k0, s"-$i"))
       w.process(row(k1, s"-$i"))
       fakes.tick(1)
     }
-    val busy = 2 * Pacing.IdleInFlight
+    val busy = 2 * SealRule.IdleInFlight
     assert(fakes.last.sent.size == busy, "both shards idle: their records went after each gather, and stay in flight")
     w.process(row(k0, "1"))
     fakes.tick(500) // the second shard's next record, 0.5 s later

@@ -11,7 +11,7 @@ import io.github.sparkkinesis.shaded.kpl.UserRecordResult
   * shard, a buffer shared by every task of the JVM writing through that producer. Each record goes to the shard whose
   * hash-key range holds its explicit hash key or its partition key's MD5, from the stream's layout ([[StreamLayouts]]).
   * A buffer is sealed into one KPL-format aggregate when its shard is idle (few of its aggregates in flight, none
-  * waiting for its quota), a millisecond after its first record ([[Pacing.sendIfIdle]]), else by `AggregationMaxSize`,
+  * waiting for its quota), a millisecond after its first record ([[SealRule]]), else by `AggregationMaxSize`,
   * `AggregationMaxCount`, a linger of `RecordMaxBufferedTime` from its first record, or a commit of a task with records
   * in it; the aggregate goes, within its shard's quota ([[Pacing]]), to the producer as one record whose explicit hash
   * key (its first record's) lies in that shard, so the daemon predicts, collects and sends it as it would its own. The
@@ -66,7 +66,7 @@ private[sparkkinesis] final class WriterAggregator(
     buffer.synchronized {
       val opened = buffer.add(p, done)
       done.foreach(pacing.dispatch(buffer, _))
-      pacing.sendIfIdle(buffer)
+      pacing.gatherIfIdle(buffer)
       if (opened && !buffer.isEmpty) { // `p` waits: for an answer of its shard, its quota, or at most its linger
         val generation = buffer.generation
         scheduler.after(settings.lingerMs * 1000000L)(() => lingerEnded(buffer, generation))

@@ -1,4 +1,5 @@
-"""A real STS on loopback: moto's server (PyPI ``moto[server]``), for assume-role and web identity end to end.
+"""moto's server on loopback (PyPI ``moto[server]``): a real STS (assume-role and web identity end to end), S3 (a
+checkpoint and an input on ``s3a://``, skip on replay's fingerprints) and DynamoDB (a KCL worker's lease table).
 
 moto issues a fresh temporary key for every AssumeRole / AssumeRoleWithWebIdentity and remembers whose it is:
 ``caller_arn(key_id)`` asks it (GetCallerIdentity, which moto answers from the key id alone), so a test can tell an
@@ -30,19 +31,21 @@ from spark_kinesis_testkit.emulator import (
 S3A_JARS = ("hadoop-aws-3.5.0.jar", "analyticsaccelerator-s3-1.3.1.jar", "bundle-2.35.4.jar")
 
 
-class MotoSts:
+class MotoServer:
+    """One moto server: STS, S3 and DynamoDB on one loopback port."""
+
     def __init__(self, refuse_unknown_keys: bool = False, startup_timeout_s: float = 30.0) -> None:
         self.refuse_unknown_keys = refuse_unknown_keys
         self.startup_timeout_s = startup_timeout_s
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
-        self._log = Path(tempfile.mkstemp(prefix="moto-sts-", suffix=".log")[1])
+        self._log = Path(tempfile.mkstemp(prefix="moto-server-", suffix=".log")[1])
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> MotoSts:
+    def start(self) -> MotoServer:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         if self.refuse_unknown_keys:
@@ -67,7 +70,7 @@ class MotoSts:
             stop_process(self._proc)
             self._proc = None
 
-    def __enter__(self) -> MotoSts:
+    def __enter__(self) -> MotoServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,162 @@
+package io.github.sparkkinesis.aggregation
+
+/** When a shard's buffer goes, and why: the one rule of sealing, one per [[ShardBuffer]]. It answers; [[Pacing]] acts
+  * on the answer (tickets on the scheduler, the shard's quota, the order of its aggregates). A buffer is sealed:
+  *   - '''full''': the next record would take it over `AggregationMaxSize`, or it holds `AggregationMaxCount` records
+  *     ([[overflows]], [[full]]; asked by [[ShardBuffer.add]]);
+  *   - '''idle''': its shard has fewer than [[SealRule.IdleInFlight]] aggregates in flight and none waiting for its
+  *     quota, and does not fill an aggregate within its pace window ([[fillsWithinLinger]]): it gathers for
+  *     [[SealRule.GatherNanos]], then goes if the quota has room for a full aggregate, else when it has
+  *     ([[startsGather]], [[gatherEnded]]). That is Nagle's rule (TCP sends at once when nothing is unacknowledged) and
+  *     Kafka's producer's (a batch goes, after `linger.ms`, when its connection has fewer than
+  *     `max.in.flight.requests.per.connection` requests out): a record at a trickle leaves within a millisecond, not
+  *     after a linger, and while aggregates are in flight the next ones gather, so under load they fill by themselves;
+  *   - '''linger''': its first record waited `RecordMaxBufferedTime`: at once, or, while aggregates wait for the
+  *     shard's quota, once they have gone ([[lingerEnded]], [[goesAfterQuota]]);
+  *   - '''commit''': a task with a record in it commits ([[WriterAggregator.flushFor]]: not a decision of the rule).
+  * The linger stays the bound on any record's wait. Every method runs under the buffer's lock.
+  */
+private[aggregation] final class SealRule(settings: AggregationSettings, clock: Clock) {
+  import SealRule._
+
+  /** The shard's aggregates handed to the producer and not answered yet. */
+  private[aggregation] var inFlight = 0
+
+  /** A ticket will ask the idle rule again: a gather ends, or the quota will have room for a full aggregate. */
+  private var ticketDue = false
+
+  /** The linger ended while aggregates waited for the shard's quota: the buffer goes once they have gone, so a shard
+    * held back by its quota gets fewer, fuller aggregates rather than a queue of small ones.
+    */
+  private var lingered = false
+
+  /** Full by size: an aggregate of `bytes` (the open one with the next record) is over `AggregationMaxSize`. */
+  def overflows(bytes: Long): Boolean = bytes > settings.aggregateMaxBytes
+
+  /** Full by count: `records` reached `AggregationMaxCount`. */
+  def full(records: Int): Boolean = records >= settings.maxCount
+
+  // The bytes records brought since `windowStart`, and the last window's pace in bytes per window (the linger, at most
+  // PaceHorizonMs) ([[fillsWithinLinger]]); rolled when asked. Adding a record reads the clock only when it opens an
+  // aggregate.
+  private val windowNanos = math.max(1L, math.min(settings.lingerMs, PaceHorizonMs)) * 1000000L
+  private var windowStart = clock.nanoTime()
+  private var windowBytes = 0L
+  private var lastPace = 0.0
+  private var openedAt = 0L // when the open aggregate got its first record
+
+  /** A record of `bytes` (data and key) joined the buffer; `opened`: it is the first of a new aggregate. */
+  def added(bytes: Long, opened: Boolean): Unit = {
+    if (opened) openedAt = clock.nanoTime()
+    windowBytes += bytes
+  }
+
+  /** The buffer was sealed. */
+  def wasSealed(): Unit = lingered = false
+
+  private def roll(now: Long): Unit = {
+    val elapsed = now - windowStart
+    if (elapsed >= windowNanos) {
+      lastPace = if (elapsed < 4 * windowNanos) windowBytes.toDouble * windowNanos / elapsed else 0.0
+      windowBytes = 0L
+      windowStart = now
+    }
+  }
+
+  /** Whether records come to this shard fast enough to fill an aggregate within `RecordMaxBufferedTime` (at most
+    * [[SealRule.PaceHorizonMs]]): a full aggregate's bytes came within the last such window, or come at that pace in
+    * the current one (once a tenth of it has passed: a burst at its start is not a pace), or the open aggregate
+    * (`records`, `size` bytes), at the pace it filled so far, would be full within one. Such a shard is not idle: its
+    * aggregates fill within their linger anyway, and sending at each answer would only cut them into pieces of one
+    * round trip's records, each a Kinesis record to build, send and confirm.
+    */
+  def fillsWithinLinger(records: Int, size: Long): Boolean = {
+    val now = clock.nanoTime()
+    roll(now)
+    val max = settings.aggregateMaxBytes
+    val elapsed = now - windowStart
+    val open = now - openedAt
+    windowBytes >= max || lastPace >= max ||
+    elapsed * 10 >= windowNanos && windowBytes.toDouble * windowNanos >= max * elapsed.toDouble ||
+    records >= PaceRecords && open >= PaceNanos && size.toDouble * windowNanos >= max * open.toDouble
+  }
+
+  /** Idle: fewer than [[SealRule.IdleInFlight]] of the shard's aggregates in flight, none waiting for its quota, and
+    * records to send.
+    */
+  private def idle(b: ShardBuffer): Boolean = inFlight < IdleInFlight && b.waiting.isEmpty && !b.isEmpty
+
+  /** Whether `b` should start gathering now, to go when the gather ends (idle, no ticket due, not filling within its
+    * linger); if so, a gather ticket is due from now. Asked after a record is added and after an answer.
+    */
+  def startsGather(b: ShardBuffer): Boolean = {
+    val starts = idle(b) && !ticketDue && !b.fillsWithinLinger
+    if (starts) ticketDue = true
+    starts
+  }
+
+  /** `b`'s gather ended: [[Go]] if the shard is still idle and its quota has room for a full aggregate now (`roomIn`:
+    * nanoseconds until it has); [[WaitForRoom]] (a ticket is due then) if it has not; else [[Stay]]. Its pace is not
+    * asked again: records that came together within the gather are a burst, not a rate. A shard its quota holds back
+    * gets full aggregates, as before, not one part-full aggregate each time a little room comes back.
+    */
+  def gatherEnded(b: ShardBuffer, roomIn: => Long): AtGatherEnd = {
+    ticketDue = false
+    if (!idle(b)) Stay
+    else {
+      val wait = roomIn
+      if (wait == 0L) Go
+      else { ticketDue = true; WaitForRoom(wait) }
+    }
+  }
+
+  /** The quota has room again: the idle rule may be asked. */
+  def roomCame(): Unit = ticketDue = false
+
+  /** The linger ended for `b`: whether it goes now (no aggregate waits for the quota); else it goes once they have
+    * ([[goesAfterQuota]]).
+    */
+  def lingerEnded(b: ShardBuffer): Boolean =
+    if (b.waiting.isEmpty) true
+    else { lingered = true; false }
+
+  /** The aggregates that waited for the quota have gone: whether the buffer goes now (its linger ended meanwhile). */
+  def goesAfterQuota(b: ShardBuffer): Boolean = lingered && !b.isEmpty
+}
+
+private[sparkkinesis] object SealRule {
+
+  /** What a gather's end decides. */
+  sealed trait AtGatherEnd
+  case object Go extends AtGatherEnd
+  case object Stay extends AtGatherEnd
+  final case class WaitForRoom(nanos: Long) extends AtGatherEnd
+
+  /** A shard with fewer of its aggregates in flight than this is idle: what its buffer holds goes after the gather.
+    * Two, not one as in Nagle's rule: the KPL daemon answers a record 5 to 15 ms after it is put even on loopback (from
+    * the JVM it drains its pipe after sleeps that double from 0.1 to 10 ms while none comes, and it writes answers back
+    * after 5 ms sleeps while it has none), so input that comes in bursts (a real-time query's Kafka polls) would wait
+    * for that answer, burst after burst. More than two cost aggregates at a steady rate, each a Kinesis record to
+    * build, send and confirm (docs/configuration.md, "Low latency", has the figures).
+    */
+  val IdleInFlight = 2
+
+  /** How long an idle shard's buffer gathers before it is sealed: records that come together (a burst of a real-time
+    * query's input) go as one aggregate, not one Kinesis record each. A millisecond, as the daemon's own collection
+    * ([[io.github.sparkkinesis.Aggregation.DaemonBufferMs]]).
+    */
+  val GatherNanos: Long = 1000000L
+
+  /** What an open aggregate must hold, and for how long, before its pace counts ([[SealRule.fillsWithinLinger]]): a few
+    * records in an instant say nothing of a rate, and a shard that had a record or two waiting for an answer is not
+    * busy.
+    */
+  val PaceRecords = 8
+  val PaceNanos: Long = 1000000L
+
+  /** The window a busy shard's pace is judged over, whatever `RecordMaxBufferedTime` is (the KPL's default): a busy
+    * shard is one that fills an aggregate within it, about 5,000 records/s of 100 B. A longer linger must not make a
+    * trickle count as busy and wait for it.
+    */
+  val PaceHorizonMs = 100L
+}
