@@ -109,7 +109,7 @@ def test_replay_skips_what_kinesis_confirmed(kinesis: Any, tmp_path: Path, scena
 
 @pytest.mark.e2e
 @pytest.mark.faults
-@pytest.mark.parametrize("where", ["same-jvm", "new-jvm"])
+@pytest.mark.parametrize("where", [pytest.param("same-jvm", marks=pytest.mark.spark35_leg), "new-jvm"])
 def test_restart_at_once_skips_what_the_stopped_tasks_had_in_flight(kinesis: Any, tmp_path: Path, where: str) -> None:
     """query.stop() mid-batch behind a slow link, then the query again from its checkpoint at once: in the same JVM
     while the stopped tasks' records (up to queue_limit) are still being confirmed, or in a new JVM after the first one
