@@ -346,15 +346,22 @@ class UserRecord:
 AGGREGATED_MAGIC = b"\xf3\x89\x9a\xc2"  # the KPL aggregate format's own constant
 
 
-def user_records_in(data: bytes) -> int:
-    """How many user records a Kinesis record's data carries: an aggregate's sub-records, else one."""
+def _aggregate(data: bytes) -> Any | None:
+    """A Kinesis record's data as the KPL's ``AggregatedRecord`` (parsed with aws-kinesis-agg's class), or None when it
+    is not an aggregate."""
     if data[:4] != AGGREGATED_MAGIC:
-        return 1
+        return None
     from aws_kinesis_agg import deaggregator  # first: it puts its folder on sys.path for its generated modules
 
     message = deaggregator.messages_pb2.AggregatedRecord()
     message.ParseFromString(data[4:-16])
-    return len(message.records)
+    return message
+
+
+def user_records_in(data: bytes) -> int:
+    """How many user records a Kinesis record's data carries: an aggregate's sub-records, else one."""
+    message = _aggregate(data)
+    return 1 if message is None else len(message.records)
 
 
 def iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[dict[str, Any]]:
@@ -387,11 +394,8 @@ def read_stream(client: Any, stream: str, idle_polls: int = 2) -> list[UserRecor
         for raw in iter_shard(client, stream, sid, idle_polls):
             arrival = raw.get("ApproximateArrivalTimestamp")
             arrival_s = arrival.timestamp() if arrival is not None else None
-            own_ehk: list[bool] = []
-            if raw["Data"][:4] == AGGREGATED_MAGIC:
-                message = deaggregator.messages_pb2.AggregatedRecord()
-                message.ParseFromString(raw["Data"][4:-16])
-                own_ehk = [m.HasField("explicit_hash_key_index") for m in message.records]
+            message = _aggregate(raw["Data"])
+            own_ehk = [] if message is None else [m.HasField("explicit_hash_key_index") for m in message.records]
             for i, r in enumerate(deaggregator.iter_deaggregate_records([raw], data_format="Boto3")):
                 k = r["kinesis"]
                 agg = bool(k.get("aggregated"))
