@@ -9,15 +9,11 @@ aggregates under concurrent PutRecords, and every run is read back record by rec
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +34,11 @@ KINESALITE_DIR = ROOT / "bench" / "backend" / "node_modules" / "kinesalite"
 KPL_BASE: dict[str, Any] = {"LogLevel": "warning", "RequestTimeout": 30000, "RecordTtl": 120000}
 
 
-class Backend:
-    """A Kinesis-compatible server process. ``tls`` picks HTTPS (KPL, boto3) or plain HTTP (fault front)."""
+class Kinesalite:
+    """kinesalite 3.3.3 (npm, pinned in bench/backend): Node, in-memory, bound to 127.0.0.1, on a free port. ``tls``
+    picks HTTPS (KPL, boto3) or plain HTTP (fault front)."""
 
-    name = "?"
+    name = "kinesalite"
 
     def __init__(self, tls: bool = True) -> None:
         self.tls = tls
@@ -49,12 +46,6 @@ class Backend:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = Path(tempfile.mkstemp(prefix=f"bench-{self.name}-", suffix=".log")[1])
         self._client: Any = None
-
-    def command(self) -> list[str]:
-        raise NotImplementedError
-
-    def ready(self) -> bool:
-        raise NotImplementedError
 
     @property
     def pid(self) -> int:
@@ -65,7 +56,7 @@ class Backend:
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 60.0) -> Backend:
+    def start(self, timeout_s: float = 60.0) -> Kinesalite:
         self.port = free_port()
         with self._log.open("wb") as log:
             self._proc = subprocess.Popen(
@@ -89,7 +80,7 @@ class Backend:
             stop_process(self._proc)
         self._proc = None
 
-    def __enter__(self) -> Backend:
+    def __enter__(self) -> Kinesalite:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -97,21 +88,6 @@ class Backend:
 
     def log_tail(self, n: int = 3000) -> str:
         return self._log.read_text(errors="replace")[-n:] if self._log.exists() else ""
-
-    def _probe(self, method: str, path: str) -> int | None:
-        import ssl
-
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        req = urllib.request.Request(self.url + path, method=method, data=b"" if method == "POST" else None)
-        try:
-            with urllib.request.urlopen(req, timeout=2, context=ctx if self.tls else None) as r:
-                return int(r.status)
-        except urllib.error.HTTPError as e:
-            return int(e.code)
-        except OSError:
-            return None
 
     # -- clients -------------------------------------------------------------------------------
     def endpoint_options(self) -> dict[str, Any]:
@@ -154,12 +130,6 @@ class Backend:
                 raise TimeoutError(f"stream {name} not deleted after {timeout_s}s")
             time.sleep(0.05)
 
-
-class Kinesalite(Backend):
-    """kinesalite 3.3.3 (npm, pinned in bench/backend): Node, in-memory, bound to 127.0.0.1."""
-
-    name = "kinesalite"
-
     def command(self) -> list[str]:
         node = shutil.which("node")
         if node is None:
@@ -190,19 +160,3 @@ class Kinesalite(Backend):
             return True
         except OSError:
             return False
-
-
-BACKENDS: dict[str, type[Backend]] = {"kinesalite": Kinesalite}
-
-
-def backend(name: str, tls: bool = True) -> Backend:
-    try:
-        return BACKENDS[name](tls=tls)
-    except KeyError:
-        raise ValueError(f"unknown backend {name!r}; choose one of {sorted(BACKENDS)}") from None
-
-
-if __name__ == "__main__":  # quick manual check: python bench/backends.py kinesalite
-    with backend(sys.argv[1] if len(sys.argv) > 1 else "kinesalite") as b:
-        b.create_stream("probe", 2)
-        print(b.name, b.url, b.client().list_streams()["StreamNames"], os.getpid())

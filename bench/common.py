@@ -16,7 +16,7 @@ def say(msg: str) -> None:
 
 
 def verify(
-    b: backends.Backend, stream: str, rows: int, reps: int, warm_rows: int, payload: int, keyed: bool = True
+    b: backends.Kinesalite, stream: str, rows: int, reps: int, warm_rows: int, payload: int, keyed: bool = True
 ) -> dict[str, Any]:
     """Every measured id (0..rows-1) came back ``reps`` times, and each warm-up id (from WARM_START) at least once,
     as a KCL consumer gets them (the KCL's own deaggregation, `make kcl`), with the bytes BareKplLoop and the

@@ -52,6 +52,7 @@ from common import say  # noqa: E402
 from spark_kinesis_testkit import procs  # noqa: E402
 from spark_kinesis_testkit.emulator import loopback_session_builder, producer_snapshot, read_stream  # noqa: E402
 from spark_kinesis_testkit.kafka import KafkaBroker, connector_jars  # noqa: E402
+from spark_kinesis_testkit.provenance import commit, machine  # noqa: E402
 
 SECONDS = float(os.environ.get("BENCH_RT_SECONDS", "20"))
 WARM_S = float(os.environ.get("BENCH_RT_WARM_S", "1"))
@@ -155,7 +156,7 @@ def wait_all(reader: Any, ids: range, timeout_s: float, what: str) -> None:
         time.sleep(0.5)
 
 
-def run_one(spark: Any, kafka: KafkaBroker, kin: backends.Backend, variant: str, rate: int) -> dict[str, Any]:
+def run_one(spark: Any, kafka: KafkaBroker, kin: backends.Kinesalite, variant: str, rate: int) -> dict[str, Any]:
     tag = f"{variant}-{rate}-{uuid.uuid4().hex[:6]}"
     topic_in = f"in-{tag}"
     kafka.create_topic(topic_in, PARTITIONS, config=LOG_APPEND)
@@ -312,7 +313,7 @@ def main() -> int:
         return 0
     import report
 
-    run = {"started": stamp, "commit": report.commit(), "machine": {"cpus": os.cpu_count()}, "realtime": measured}
+    run = {"started": stamp, "commit": commit(ROOT), "machine": machine(), "realtime": measured}
     for path in report.save(run):
         say(f"results: {path.relative_to(ROOT)}")
     report.write_docs(report.load())

@@ -12,7 +12,6 @@ overwrites it too, and its table says so; commit only the runs you mean to publi
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -50,24 +49,6 @@ def end(part: str) -> str:
 
 
 # -- the part files ---------------------------------------------------------------------------------------------------
-def commit() -> str:
-    """The checked-out commit, with "+changes" when code outside the results and docs differs from it."""
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results", ":!docs"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return sha + ("+changes" if dirty else "")
-
-
 def _round(x: Any) -> Any:
     """Four significant digits: the figures, not the noise below them (small files, small diffs)."""
     if isinstance(x, float):

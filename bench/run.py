@@ -86,6 +86,7 @@ import tuning  # noqa: E402
 from common import WARM_START, say, spread, verify  # noqa: E402
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_writer_options, read_stream  # noqa: E402
 from spark_kinesis_testkit.faults import FaultFront  # noqa: E402
+from spark_kinesis_testkit.provenance import commit, machine  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 ROWS = int(os.environ.get("BENCH_ROWS", "1000000"))
@@ -144,7 +145,7 @@ def rotate(xs: list[str], k: int) -> list[str]:
 SHAPES = {"100": (100, 500), "10240": (10240, 500), "blob": (51200, 100)}  # (bytes, records per call)
 
 
-def calibrate(b: backends.Backend, seconds: float = 4.0) -> dict[str, float]:
+def calibrate(b: backends.Kinesalite, seconds: float = 4.0) -> dict[str, float]:
     """How fast the backend ingests, from 2 boto3 threads, per record shape: unaggregated 100 B and
     10 KiB records (the boto3 side) and 50 KiB blobs (what KPL aggregates look like)."""
     b.create_stream("calibrate", 8)
@@ -200,6 +201,10 @@ class SparkSide:
         if "error" in out and cmd["cmd"] != "backpressure":
             raise RuntimeError(f"spark side: {cmd['cmd']} failed: {out['error']}")
         return out
+
+    def run(self, variant: str, inp: str, payload: int, backend_pid: int, **more: Any) -> dict[str, Any]:
+        """One write of input ``inp`` by ``variant`` (spark_side.py's ``run``): its rate, CPU and confirmations."""
+        return self.call(cmd="run", variant=variant, input=inp, payload=payload, backend_pid=backend_pid, **more)
 
     def close(self) -> None:
         try:
@@ -274,7 +279,7 @@ def throughput(result: dict[str, Any]) -> None:
         throughput_on(b, result)
 
 
-def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
+def throughput_on(b: backends.Kinesalite, result: dict[str, Any]) -> None:
     classpath = bench_classpath() if "overhead" not in os.environ.get("BENCH_SKIP", "") else ""
     runs: list[dict[str, Any]] = []
     bare: list[dict[str, Any]] = []
@@ -298,16 +303,9 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
             stream = f"{variant}-{payload}" if variant != "noop" else ""
             if stream and rep >= 0:
                 fresh(b, stream, SHARDS[payload])
-            r = side.call(
-                cmd="run",
-                variant=variant,
-                input=inp,
-                payload=payload,
-                stream=stream,
-                writer={**b.endpoint_options(), **WRITER},
-                client_kwargs=b.client_kwargs(),
-                backend_pid=b.pid,
-                jfr=jfr,
+            writer = {**b.endpoint_options(), **WRITER}
+            r = side.run(
+                variant, inp, payload, b.pid, stream=stream, writer=writer, client_kwargs=b.client_kwargs(), jfr=jfr
             )
             r["rep"], r["backend"] = rep, b.name
             if rep >= 0:
@@ -381,14 +379,14 @@ def throughput_on(b: backends.Backend, result: dict[str, Any]) -> None:
     result["bare_kpl_runs"] = bare
 
 
-def fresh(b: backends.Backend, stream: str, shards: int) -> None:
+def fresh(b: backends.Kinesalite, stream: str, shards: int) -> None:
     """A new, empty ``stream``: the backend slows as a stream grows (docs/benchmarks.md, "How it is measured"), so
     every side of a comparison writes each measured run to one."""
     b.delete_stream(stream)
     b.create_stream(stream, shards)
 
 
-def bare_rep(b: backends.Backend, classpath: str, writer_opts: dict[str, Any], rep: int) -> dict[str, Any]:
+def bare_rep(b: backends.Kinesalite, classpath: str, writer_opts: dict[str, Any], rep: int) -> dict[str, Any]:
     fresh(b, "bare-100", SHARDS[100])
     r = bare_loop(classpath, {**writer_opts, "stream_name": "bare-100"}, ROWS, ROWS // 10, 100)
     r["rep"] = rep
@@ -405,7 +403,7 @@ def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
     unaggregated records hit the records/s quota long before the bytes quota."""
     say(f"throughput behind shard limits: {LIMITED_SHARDS} shards x (1 MiB/s, 1,000 records/s), {LIMITED_ROWS:,} rows")
     runs: list[dict[str, Any]] = []
-    with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
+    with backends.Kinesalite(tls=False) as up, FaultFront(up.url) as front:
         front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
         side.call(cmd="input", name="limited", start=0, rows=LIMITED_ROWS, files=8)
         writer = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
@@ -417,16 +415,7 @@ def shard_limited(side: SparkSide) -> list[dict[str, Any]]:
             if rep >= 0:
                 fresh(up, f"lim-{variant}", LIMITED_SHARDS)
             throttled = front.stats()["throttled_records"]
-            r = side.call(
-                cmd="run",
-                variant=variant,
-                input=inp,
-                payload=100,
-                stream=f"lim-{variant}",
-                writer=writer,
-                client_kwargs=kwargs,
-                backend_pid=up.pid,
-            )
+            r = side.run(variant, inp, 100, up.pid, stream=f"lim-{variant}", writer=writer, client_kwargs=kwargs)
             r["rep"], r["throttled"] = rep, front.stats()["throttled_records"] - throttled
             if rep >= 0:
                 say(
@@ -451,7 +440,7 @@ def backpressure(result: dict[str, Any]) -> None:
     )
     out: dict[str, Any] = {}
     for label, limits in BP_RUNS.items():
-        with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
+        with backends.Kinesalite(tls=False) as up, FaultFront(up.url) as front:
             up.create_stream("bp", BP_SHARDS)
             front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
             # The KPL's own defaults (RecordTtl 30 s) except what loopback needs.
@@ -602,16 +591,8 @@ def dedupe(result: dict[str, Any]) -> None:
         def run(variant: str, payload: int, inp: str, rep: int) -> None:
             stream = f"{variant}-{payload}"
             fresh(b, stream, SHARDS[payload])
-            r = side.call(
-                cmd="run",
-                variant=variant,
-                input=inp,
-                payload=payload,
-                stream=stream,
-                writer={**b.endpoint_options(), **WRITER},
-                client_kwargs=b.client_kwargs(),
-                backend_pid=b.pid,
-            )
+            writer = {**b.endpoint_options(), **WRITER}
+            r = side.run(variant, inp, payload, b.pid, stream=stream, writer=writer, client_kwargs=b.client_kwargs())
             if rep < 0:
                 return
             r["rep"] = rep
@@ -796,8 +777,8 @@ def main() -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     result: dict[str, Any] = {
         "started": stamp,
-        "commit": report.commit(),
-        "machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())},
+        "commit": commit(ROOT),
+        "machine": machine(),
         "config": {
             "reps": REPS,
             "rows": ROWS,

@@ -199,7 +199,7 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
     )
     runs: list[dict[str, Any]] = []
     free: list[dict[str, Any]] = []
-    with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
+    with backends.Kinesalite(tls=False) as up, FaultFront(up.url) as front:
         writer_base = loopback_writer_options(front.endpoint, **backends.KPL_BASE)
         for e in EXECUTORS:
             with spark_side(master=MASTER.format(e)) as side:
@@ -209,21 +209,10 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
                 up.create_stream("warm", 4)
                 front.enforce_shard_limits(None)
                 opts = {**writer_base, "queue_limit": 10000, "producer_idle_timeout_ms": 3_600_000}
-                side.call(
-                    cmd="run",
-                    variant="writer",
-                    input="warm",
-                    payload=100,
-                    stream="warm",
-                    writer=opts,
-                    backend_pid=up.pid,
-                    per_trigger=e,
-                )
+                side.run("writer", "warm", 100, up.pid, stream="warm", writer=opts, per_trigger=e)
                 up.delete_stream("warm")
                 for size in LINK:
-                    noop = side.call(
-                        cmd="run", variant="noop", input=f"s{size}", payload=size, backend_pid=up.pid, per_trigger=e
-                    )
+                    noop = side.run("noop", f"s{size}", size, up.pid, per_trigger=e)
                     for shards in SHARD_COUNTS:
                         for variant in VARIANTS if size in AGG_SIZES and "scale_kpl" not in SKIP else VARIANTS[:1]:
                             runs.append(one_run(up, front, side, e, size, shards, noop, writer_base, variant))
@@ -240,21 +229,9 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
                 side.call(cmd="input", name="free", start=0, rows=FREE_ROWS, files=e)
                 side.call(cmd="input", name="warm", start=0, rows=50000, files=e)
                 b.create_stream(f"warm-e{e}", FREE_SHARDS)
-                side.call(
-                    cmd="run",
-                    variant="writer",
-                    input="warm",
-                    payload=100,
-                    stream=f"warm-e{e}",
-                    writer=opts,
-                    backend_pid=b.pid,
-                    per_trigger=e,
-                )
+                side.run("writer", "warm", 100, b.pid, stream=f"warm-e{e}", writer=opts, per_trigger=e)
                 b.delete_stream(f"warm-e{e}")
-            noops = {
-                e: side.call(cmd="run", variant="noop", input="free", payload=100, backend_pid=b.pid, per_trigger=e)
-                for e, side in opened.items()
-            }
+            noops = {e: side.run("noop", "free", 100, b.pid, per_trigger=e) for e, side in opened.items()}
             # The cost curve without quotas (nothing throttled, nothing retried): one executor, 4 to 256 shards,
             # the id as key against partitioner="fixed"; and two executors against one at FREE_SHARDS.
             plan = [(EXECUTORS[0], v, n) for n in SHARD_COUNTS for v in ("writer", "writer_fixed")]
@@ -263,16 +240,7 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
                 for e, variant, shards in plan if rep == 0 else plan[::-1]:
                     stream = f"free-{variant}-{shards}-e{e}-r{rep}"
                     b.create_stream(stream, shards)
-                    r = opened[e].call(
-                        cmd="run",
-                        variant=variant,
-                        input="free",
-                        payload=100,
-                        stream=stream,
-                        writer=opts,
-                        backend_pid=b.pid,
-                        per_trigger=e,
-                    )
+                    r = opened[e].run(variant, "free", 100, b.pid, stream=stream, writer=opts, per_trigger=e)
                     r.update(executors=e, shards=shards, rep=rep, cpu_s_per_m_net=net_cpu(r, noops[e]))
                     r["verify"] = verify(b, stream, FREE_ROWS, 1, 0, 100, keyed=variant == "writer")
                     b.delete_stream(stream)
@@ -288,7 +256,7 @@ def scale(result: dict[str, Any], spark_side: Any) -> None:
 
 
 def one_run(
-    up: backends.Backend,
+    up: backends.Kinesalite,
     front: FaultFront,
     side: Any,
     e: int,
@@ -312,16 +280,7 @@ def one_run(
     }
     opts["kpl"] = {**opts["kpl"], "RateLimit": rate_limit(per_shard)}
     with FrontSampler(front, root=int(side.hello["jvm_pid"])) as fs:
-        r = side.call(
-            cmd="run",
-            variant=variant,
-            input=f"s{size}",
-            payload=size,
-            stream=stream,
-            writer=opts,
-            backend_pid=up.pid,
-            per_trigger=e,
-        )
+        r = side.run(variant, f"s{size}", size, up.pid, stream=stream, writer=opts, per_trigger=e)
     rate = window_rate(fs.samples)
     r.update(
         executors=e,

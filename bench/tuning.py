@@ -118,11 +118,11 @@ def tuning(result: dict[str, Any], spark_side: Callable[..., Any], reps: int) ->
                         continue
                     kpl = {"NativeExecutable": wrapper}
                 options[name] = (stream, {**base, "kpl": {**base["kpl"], **kpl}})
-                side.call(**run_cmd(options[name], "tune-warm", 100, b.pid))
+                side.run("writer", "tune-warm", 100, b.pid, stream=options[name][0], writer=options[name][1])
             for rep in range(reps):
-                noop = side.call(cmd="run", variant="noop", input="tune", payload=100, backend_pid=b.pid)
+                noop = side.run("noop", "tune", 100, b.pid)
                 for name in rotate(list(options), rep):
-                    r = side.call(**run_cmd(options[name], "tune", 100, b.pid))
+                    r = side.run("writer", "tune", 100, b.pid, stream=options[name][0], writer=options[name][1])
                     r.update(name=name, rep=rep, cpu_s_per_m_net=net_cpu_per_m(r, noop), noop_cpu_s=noop["cpu_s"])
                     r["daemon_cpu_s_per_m"] = sum(r["daemon_cpu_s"].values()) / r["rows"] * 1e6
                     say(
@@ -144,19 +144,6 @@ def tuning(result: dict[str, Any], spark_side: Callable[..., Any], reps: int) ->
     }
 
 
-def run_cmd(variant: tuple[str, dict[str, Any]], inp: str, payload: int, backend_pid: int) -> dict[str, Any]:
-    stream, writer = variant
-    return dict(
-        cmd="run",
-        variant="writer",
-        input=inp,
-        payload=payload,
-        stream=stream,
-        writer=writer,
-        backend_pid=backend_pid,
-    )
-
-
 def behind_quotas(side: Any, reps: int, checks: dict[str, Any]) -> list[dict[str, Any]]:
     link = LIMITED_SHARDS * 1024 * 1024
     say(
@@ -164,7 +151,7 @@ def behind_quotas(side: Any, reps: int, checks: dict[str, Any]) -> list[dict[str
         f"{LIMITED_PAYLOAD} B x {ROWS_LIMITED:,}"
     )
     out: list[dict[str, Any]] = []
-    with backends.backend("kinesalite", tls=False) as up, FaultFront(up.url) as front:
+    with backends.Kinesalite(tls=False) as up, FaultFront(up.url) as front:
         base = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
         side.call(cmd="input", name="tune-lim", start=0, rows=ROWS_LIMITED, files=2)
         side.call(cmd="input", name="tune-lim-warm", start=WARM_START, rows=ROWS_LIMITED // 10, files=2)
@@ -175,12 +162,16 @@ def behind_quotas(side: Any, reps: int, checks: dict[str, Any]) -> list[dict[str
             options[name] = (stream, {**base, "kpl": {**base["kpl"], **kpl}})
         front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
         for name in options:
-            side.call(**run_cmd(options[name], "tune-lim-warm", LIMITED_PAYLOAD, up.pid))
+            side.run(
+                "writer", "tune-lim-warm", LIMITED_PAYLOAD, up.pid, stream=options[name][0], writer=options[name][1]
+            )
         for rep in range(reps):
-            noop = side.call(cmd="run", variant="noop", input="tune-lim", payload=LIMITED_PAYLOAD, backend_pid=up.pid)
+            noop = side.run("noop", "tune-lim", LIMITED_PAYLOAD, up.pid)
             for name in rotate(list(options), rep):
                 with scale.FrontSampler(front) as fs:
-                    r = side.call(**run_cmd(options[name], "tune-lim", LIMITED_PAYLOAD, up.pid))
+                    r = side.run(
+                        "writer", "tune-lim", LIMITED_PAYLOAD, up.pid, stream=options[name][0], writer=options[name][1]
+                    )
                 rate = scale.window_rate(fs.samples)
                 r.update(
                     name=name,

@@ -8,8 +8,10 @@ import filecmp
 import hashlib
 import json
 import os
+import platform
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -18,9 +20,19 @@ from typing import Any, Callable
 
 import pytest
 import spark_kinesis
+from spark_kinesis._platforms import Platform, platforms
 from spark_kinesis_testkit.emulator import UserRecord
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _here() -> Platform:
+    machine = platform.machine().replace("arm64", "aarch64")
+    return next(p for p in platforms() if p.folder == ("osx" if sys.platform == "darwin" else f"linux-{machine}"))
+
+
+#: This machine's platform: its daemon in the bundle, its wheel (tools/release.py builds one per platform).
+HERE = _here()
 
 
 def session_jars() -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import spark_kinesis
+from helpers import HERE
 
 ROOT = Path(__file__).resolve().parents[1]
 OURS = "io/github/sparkkinesis/"
@@ -114,7 +115,7 @@ def test_every_path_is_ours_or_relocated_or_allowed() -> None:
     stray = [n for n in outside if not any(re.fullmatch(p, n) for p, _ in ALLOWED_PATHS)]
     assert stray == [], f"{len(stray)} paths outside {OURS} and the allowlist: {stray[:40]}"
     # The KPL's daemon for this machine and the SDK's HTTP client service are there, at their relocated homes.
-    assert "spark-kinesis-kpl-native-binaries/linux-x86_64/kinesis_producer" in names
+    assert HERE.resource in names
     assert "META-INF/services/io.github.sparkkinesis.shaded.awssdk.http.SdkHttpService" in names
     assert any(n.startswith(OURS + "shaded/awssdk/services/kinesis/") for n in names)
     assert any(n.startswith(OURS + "shaded/kpl/KinesisProducer") for n in names)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyspark
 import pytest
-from helpers import LOG_LINE, OURS, ROOT, account, rows_for, session_jars, write_input
+from helpers import HERE, LOG_LINE, OURS, ROOT, account, rows_for, session_jars, write_input
 from probe import run_probe
 from spark_kinesis_testkit.emulator import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, REGION, read_stream
 from spark_kinesis_testkit.moto_server import S3A_JARS, MotoServer
@@ -89,7 +89,7 @@ def _daemon_sha1(jar: str, resource: str) -> str:
 
 def _ours_sha1() -> str:
     bundle = next(j for j in session_jars().split(",") if "spark-kinesis-kpl-" in j)
-    return _daemon_sha1(bundle, "spark-kinesis-kpl-native-binaries/linux-x86_64/kinesis_producer")
+    return _daemon_sha1(bundle, HERE.resource)
 
 
 def _round_trip(

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import spark_kinesis
-from helpers import account, payload, rows_for, write_input
+from helpers import HERE, account, payload, rows_for, write_input
 from probe import run_probe
 from spark_kinesis._platforms import daemon_root, platforms
 from spark_kinesis_testkit.emulator import read_stream
@@ -160,14 +160,6 @@ def test_spark_submit_packages_resolves_thin_jar_and_kpl(kinesis, stream, tmp_pa
     _check_delivery(kinesis, stream)
 
 
-#: This machine's platform wheel (a release publishes one per platform the KPL ships a daemon for: tools/release.py).
-HERE = next(
-    p
-    for p in platforms()
-    if p.folder == ("osx" if sys.platform == "darwin" else f"linux-{platform.machine().replace('arm64', 'aarch64')}")
-)
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This platform's wheel as a release builds it (tools/release.py: the KPL bundle with this platform's daemon only),
@@ -217,7 +209,7 @@ def test_wheel_carries_one_bundle_and_a_jar_per_line(wheel: Path) -> None:
                 assert max(majors) == (61 if jar.startswith("spark-kinesis-4_") else 52), (jar, sorted(majors))
                 if jar.startswith("spark-kinesis-kpl-"):
                     daemons = [n for n in j.namelist() if n.startswith(f"{daemon_root()}/") and not n.endswith("/")]
-                    assert daemons == [f"{daemon_root()}/{HERE.folder}/kinesis_producer"], daemons
+                    assert daemons == [HERE.resource], daemons
         assert whl.read("spark_kinesis/jars/PLATFORM").decode().strip() == HERE.folder
     assert wheel.name.endswith(f"-py3-none-{HERE.wheel_tag}.whl"), wheel.name
     # The whole check a release runs on it (name, tag against the daemon, size).

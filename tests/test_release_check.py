@@ -63,6 +63,7 @@ DAEMONS = {
     "linux-aarch64": _elf(183, "GLIBC_2.25"),
     "osx": _macho(0x01000007, (10, 15)),
 }
+PLATFORM = {p.folder: p for p in platforms()}
 
 
 def _zip(entries: dict[str, bytes]) -> bytes:
@@ -86,7 +87,7 @@ def _wheel(pypi: Path, folder: str, tag: str, daemon_folder: str | None = None) 
     }
     if folder != "none":
         d = daemon_folder or folder
-        bundle = {"io/x.class": b"\xca\xfe", f"{daemon_root()}/{d}/kinesis_producer": DAEMONS[d]}
+        bundle = {"io/x.class": b"\xca\xfe", PLATFORM[d].resource: DAEMONS[d]}
         entries[f"spark_kinesis/jars/spark-kinesis-kpl-{VERSION}.jar"] = _zip(bundle)
         line = f"line=4\nscala=2.13\nversion={VERSION}\n".encode()
         entries[f"spark_kinesis/jars/spark-kinesis-4_2.13-{VERSION}.jar"] = _zip(
@@ -219,8 +220,8 @@ def test_a_wheel_carrying_another_platforms_daemon_fails(staged: Path, gnupghome
     _wheel(pypi, "linux-x86_64", "manylinux_2_12_x86_64", daemon_folder="linux-aarch64")
     problems = _problems(staged, gnupghome)
     assert problems == [
-        f"{name}: its bundle carries ['{daemon_root()}/linux-aarch64/kinesis_producer'], "
-        f"not ['{daemon_root()}/linux-x86_64/kinesis_producer'] alone"
+        f"{name}: its bundle carries ['{PLATFORM['linux-aarch64'].resource}'], "
+        f"not ['{PLATFORM['linux-x86_64'].resource}'] alone"
     ], problems
     # And the macOS daemon under a Linux tag: the machine the tag names against the binary's.
     both = "macosx_10_15_x86_64.macosx_11_0_arm64"
@@ -270,17 +271,14 @@ def test_the_platform_bundle_keeps_one_daemon(tmp_path: Path) -> None:
     """release.platform_bundle on a bundle of every daemon (and the KPL's unused zipped macOS copy)."""
     full = tmp_path / "full.jar"
     entries = {"io/x.class": b"\xca\xfe", f"{daemon_root()}/osx/{release.UNUSED_DAEMON_COPY}": b"zip"}
-    entries.update({f"{daemon_root()}/{f}/kinesis_producer": d for f, d in DAEMONS.items()})
+    entries.update({PLATFORM[f].resource: d for f, d in DAEMONS.items()})
     full.write_bytes(_zip(entries))
     for p in platforms():
         out = tmp_path / f"{p.folder}.jar"
         release.platform_bundle(full, p.folder, out)
         with zipfile.ZipFile(out) as z:
-            assert sorted(z.namelist()) == sorted(["io/x.class", f"{daemon_root()}/{p.folder}/kinesis_producer"])
-            assert (
-                rc.tag_problem(p.wheel_tag, rc.daemon_needs(z.read(f"{daemon_root()}/{p.folder}/kinesis_producer")))
-                is None
-            )
+            assert sorted(z.namelist()) == sorted(["io/x.class", p.resource])
+            assert rc.tag_problem(p.wheel_tag, rc.daemon_needs(z.read(p.resource))) is None
 
 
 def test_the_version_step(tmp_path: Path) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import random
 import re
 import statistics
@@ -45,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
+from spark_kinesis._facts import facts
 from spark_kinesis_testkit.emulator import (
     KinesisMock,
     UserRecord,
@@ -57,6 +57,7 @@ from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import KclDeaggregator, read_stream_kcl
 from spark_kinesis_testkit.moto_server import S3A_JARS, MotoServer
 from spark_kinesis_testkit.procs import find, kill, kpl_daemons, rss_bytes
+from spark_kinesis_testkit.provenance import commit, machine
 
 MINUTES = float(os.environ.get("CHAOS_MINUTES", "20"))
 SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1, 10**6))
@@ -470,8 +471,8 @@ def growth(series: list[float]) -> float:
     return float(statistics.median(series[-fifth:]) - statistics.median(series[fifth : 2 * fifth]))
 
 
-#: What the driver's check adds to every error of its own (StreamCheck's DriverHint): the check refused the start.
-DRIVER_CHECK = "(Checked on the driver when the query starts"
+#: What the driver's check adds to every error of its own (StreamCheck's DriverHint, from the facts resource).
+DRIVER_CHECK = facts()["driverCheckHint"]
 
 
 def excused(failure: dict[str, Any], faults: list[Fault]) -> bool:
@@ -527,29 +528,6 @@ def check(q: Query, records: list[UserRecord], expected: int, faults: list[Fault
 def minimal_schedule(faults: list[Fault], t: float) -> list[Fault]:
     """The faults on in the minute before ``t`` (the time of the first missing id's batch)."""
     return [f for f in faults if f.at <= t and (f.ended or f.began or f.at) + f.duration >= t - 60]
-
-
-def machine() -> dict[str, Any]:
-    import pyspark
-
-    mem = next((ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")), 0)
-    java = subprocess.run([java_executable() or "java", "-version"], capture_output=True, text=True).stderr
-    return {
-        "cpus": os.cpu_count(),
-        "mem_gib": round(int(mem) / 2**20, 1),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "pyspark": pyspark.__version__,
-        "java": java.splitlines()[0] if java else "",
-    }
-
-
-def commit() -> str:
-    out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(
-        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
-    )
-    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def platform_jars() -> list[str]:
@@ -788,8 +766,8 @@ def main() -> int:
         "seed": SEED,
         "minutes": minutes,
         "schedule_file": SCHEDULE_FILE,
-        "commit": commit(),
-        "machine": machine(),
+        "commit": commit(ROOT),
+        "machine": machine(java_executable() or "java"),
         "setup": {
             "executors": EXECUTORS,
             "shards": SHARDS,

@@ -267,8 +267,7 @@ def check_wheel(wheel: Path, version: str, folder: str, tag: str) -> list[str]:
             whl.extract(bundle, tmp)
             with zipfile.ZipFile(Path(tmp) / bundle) as kpl:
                 daemons = sorted(n for n in kpl.namelist() if n.startswith(f"{daemon_root()}/") and not n.endswith("/"))
-                daemon = next(p.daemon for p in platforms() if p.folder == folder)
-                want = [f"{daemon_root()}/{folder}/{daemon}"]
+                want = [next(p.resource for p in platforms() if p.folder == folder)]
                 if daemons != want:
                     problems.append(f"{name}: its bundle carries {daemons}, not {want} alone")
                 if want[0] in daemons:

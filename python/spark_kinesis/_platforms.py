@@ -28,6 +28,11 @@ class Platform(NamedTuple):
     shown: str
 
     @property
+    def resource(self) -> str:
+        """The daemon's path in the bundle: ``<daemon_root()>/<folder>/<daemon>``."""
+        return f"{daemon_root()}/{self.folder}/{self.daemon}"
+
+    @property
     def wheel_tag(self) -> str:
         """The tags as a wheel's file name carries them: a compressed tag set (``a.b``) when there are several."""
         return ".".join(self.wheel_tags)

@@ -50,7 +50,8 @@ private[sparkkinesis] object Facts {
       s""""kplSettings": ${arr(KplSettings.all.map(s => str(s.name)))}""",
       s""""kplSecrets": ${arr(KplSettings.all.filter(_.secret).map(s => str(s.name)))}""",
       s""""totals": ${arr(totals, "\n  ")}""",
-      s""""producerMetrics": ${arr(ProducerMetrics.names.map(str))}"""
+      s""""producerMetrics": ${arr(ProducerMetrics.names.map(str))}""",
+      s""""driverCheckHint": ${str(StreamCheck.DriverHint)}"""
     ).mkString("{\n", ",\n", "\n}\n")
   }
 }

@@ -34,7 +34,7 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
 
   private def go(b: ShardBuffer, a: Aggregate): Unit = {
     a.pacedNanos = b.quota.lastTaken
-    b.rule.inFlight += 1
+    b.rule.sent()
     send(a)
   }
 
@@ -88,7 +88,7 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
 
   /** One of `b`'s aggregates was answered: it is no longer in flight, and what gathered behind it may go. */
   private def answered(b: ShardBuffer): Unit = {
-    b.rule.inFlight -= 1
+    b.rule.answered()
     gatherIfIdle(b)
   }
 
@@ -98,7 +98,7 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
   def throttled(a: Aggregate): Unit = {
     val b = a.buffer
     b.synchronized {
-      b.rule.inFlight -= 1
+      b.rule.answered()
       if (b.quota.spent(a.pacedNanos)) metrics.shareLowered()
       val idle = b.waiting.isEmpty
       b.waiting.addFirst(a)

@@ -19,8 +19,8 @@ package io.github.sparkkinesis.aggregation
 private[aggregation] final class SealRule(settings: AggregationSettings, clock: Clock) {
   import SealRule._
 
-  /** The shard's aggregates handed to the producer and not answered yet. */
-  private[aggregation] var inFlight = 0
+  /** The shard's aggregates handed to the producer and not answered yet ([[sent]], [[answered]]). */
+  private var inFlight = 0
 
   /** A ticket will ask the idle rule again: a gather ends, or the quota will have room for a full aggregate. */
   private var ticketDue = false
@@ -53,6 +53,12 @@ private[aggregation] final class SealRule(settings: AggregationSettings, clock: 
 
   /** The buffer was sealed. */
   def wasSealed(): Unit = lingered = false
+
+  /** One of the shard's aggregates went to the producer. */
+  def sent(): Unit = inFlight += 1
+
+  /** One of the shard's aggregates was answered (accepted, failed or throttled): it is no longer in flight. */
+  def answered(): Unit = inFlight -= 1
 
   private def roll(now: Long): Unit = {
     val elapsed = now - windowStart
