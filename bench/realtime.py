@@ -8,7 +8,11 @@ reads them and writes either
 - ``kafka``: Spark's own Kafka sink (the anchor: the same query, an allowlisted sink that sends as rows arrive), or
 - ``kinesis``: ``foreach(KinesisWriter(...))`` at its defaults (``aggregation="writer"``: a shard's records go as soon
   as nothing of it is in flight, ``RecordMaxBufferedTime`` 100 ms the bound), or
-- ``kinesis_kpl``: the same with ``aggregation="kpl"`` (the KPL daemon aggregates, on its 100 ms linger).
+- ``kinesis_kpl``: the same with ``aggregation="kpl"`` (the KPL daemon aggregates, on its 100 ms linger), or
+- ``kinesis_gather20``, ``kinesis_gather100``: ``kinesis`` with ``gather_ms`` 20 and 100 (an idle shard's records wait
+  that long for others: the user's trade of latency for PUT payload units).
+
+Each Kinesis run's stream is then billed as AWS would (testkit billing.py): PUT payload units per million records.
 
 Latency = arrival minus the Kafka input record's timestamp (the input topic's broker LogAppendTime, which the query
 carries into each record's data). Arrival: Kinesis's ``ApproximateArrivalTimestamp`` of the record holding it
@@ -50,6 +54,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import backends  # noqa: E402
 from common import say  # noqa: E402
 from spark_kinesis_testkit import procs  # noqa: E402
+from spark_kinesis_testkit.billing import Bill  # noqa: E402
 from spark_kinesis_testkit.emulator import loopback_session_builder, producer_snapshot, read_stream  # noqa: E402
 from spark_kinesis_testkit.kafka import KafkaBroker, connector_jars  # noqa: E402
 from spark_kinesis_testkit.provenance import commit, machine  # noqa: E402
@@ -62,6 +67,9 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
     "kafka": None,
     "kinesis": {},
     "kinesis_kpl": {"aggregation": "kpl"},
+    # gather_ms: the user's trade of latency for PUT payload units (docs/configuration.md, "What a record costs")
+    "kinesis_gather20": {"gather_ms": 20},
+    "kinesis_gather100": {"gather_ms": 100},
 }
 QUEUE_LIMIT = 10000  # the writer's default
 PARTITIONS = 2
@@ -224,6 +232,8 @@ def run_one(spark: Any, kafka: KafkaBroker, kin: backends.Kinesalite, variant: s
         reader.close()
         q.stop()
     assert exc is None and batches == 0, f"{variant} at {rate}/s: {exc}, {batches} batches ended"
+    # What Kinesis bills for the run's records (warm-up included), counted from the stream: none for the Kafka sink.
+    billed = Bill.of_stream(kin.client(), out).per_million() if options is not None else {}
     first = int(rate * WARM_S)
     lat = [got[i][1] - got[i][0] for i in range(first, total)]
     t0 = got[0][0]
@@ -242,11 +252,13 @@ def run_one(spark: Any, kafka: KafkaBroker, kin: backends.Kinesalite, variant: s
         "cpu_s": {"jvm": round(cpu["jvm"], 2), "kpl_daemon": round(cpu["kpl_daemon"], 2)},
         "cpu_us_per_record": (cpu["jvm"] + cpu["kpl_daemon"]) / total * 1e6,
         "series": series,
+        **billed,
     }
     say(
         f"  realtime {variant:15s} {rate:6d}/s: p50 {res['p50_ms']:.0f} ms, p99 {res['p99_ms']:.0f} ms, "
         f"max {res['max_ms']:.0f} ms over {len(lat)} records; max in flight {res['max_in_flight']}; "
         f"CPU {res['cpu_us_per_record']:.0f} µs per record (JVM {cpu['jvm']:.1f} s, daemon {cpu['kpl_daemon']:.1f} s)"
+        + (f"; {billed['put_units_per_m']:,.0f} PUT units per million" if billed else "")
     )
     return res
 

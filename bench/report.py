@@ -24,7 +24,7 @@ IMG = ROOT / "docs" / "img"
 DOC = ROOT / "docs" / "benchmarks.md"
 # In the order of docs/benchmarks.md. "throughput" and "overhead" come from one run of the throughput part (the bare
 # KPL loop runs between its repetitions); BENCH_SKIP=overhead leaves overhead.json as it was.
-PARTS = ("throughput", "overhead", "tuning", "backpressure", "large", "scale", "jmh", "realtime", "dedupe")
+PARTS = ("throughput", "overhead", "cost", "tuning", "backpressure", "large", "scale", "jmh", "realtime", "dedupe")
 VARIANTS = {
     "writer": "`foreach(KinesisWriter)`, the default (`aggregation='writer'`)",
     "writer_kpl": "the same, `aggregation='kpl'`",
@@ -209,6 +209,10 @@ def _realtime(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | No
     }
 
 
+def _cost(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
+    return result.get("cost") or None
+
+
 def _large(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
     lg = result.get("large")
     if not lg:
@@ -231,6 +235,7 @@ def _dedupe(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None
 COMPACT = {
     "throughput": _throughput,
     "overhead": _overhead,
+    "cost": _cost,
     "tuning": _tuning,
     "backpressure": _backpressure,
     "large": _large,
@@ -326,6 +331,10 @@ def line(parts: dict[str, dict[str, Any]]) -> str:
     }
     fields.update({k: fmt(sm.get(k), 0 if k.endswith("_ms") else 2) for k in REALTIME_FIELDS})
     fields["throttled_share_e4"] = fmt(sm.get("scale_throttled_share_e4"), 4)
+    for side in COST_SIDES:  # what AWS bills each side: PUT payload units per million records, and over the floor
+        for size in (100, 1024):
+            fields[f"put_units_{side}_{size}"] = fmt(sm.get(f"put_units_per_m_{side}_{size}"), 0)
+            fields[f"put_over_floor_{side}_{size}"] = fmt(sm.get(f"put_over_floor_{side}_{size}"), 2)
     return "bench: " + " ".join(f"{k}={v}" for k, v in fields.items())
 
 
@@ -430,6 +439,40 @@ def render_throughput(p: dict[str, Any]) -> str:
         f"duplicated, {v.get('bad_bytes', 0)} with wrong bytes or key.\n"
     )
     return out
+
+
+COST_SIDES = ("writer", "writer_kpl", "sink", "boto3", "boto3_agg")
+
+
+def render_cost(p: dict[str, Any]) -> str:
+    cfg = p["config"]
+    rows_of = ", ".join(f"{n:,} of {SIZES[int(s)]}" for s, n in cfg["rows"].items())
+    out = _head(
+        p,
+        f"Each side writes the same rows once ({rows_of}; micro-batch, {cfg['per_trigger']} files a batch) to a "
+        f"{cfg['shards']}-shard stream, read back whole. Per million user records: PUT payload units (each Kinesis "
+        "record's data and key in 25 KiB units, rounded up; its ratio to the floor, the user records' bytes in 25 KiB "
+        "units), Kinesis records, and on-demand KiB (each record rounded up to 1 KiB).",
+    )
+    sizes = list(dict.fromkeys(r["payload"] for r in p["runs"]))
+    rows = []
+    for v in dict.fromkeys(r["variant"] for r in p["runs"]):
+        by = {r["payload"]: r for r in p["runs"] if r["variant"] == v}
+        cells = [
+            f"{r['put_units_per_m']:,.0f} (**{r['put_over_floor']:.2f}×**); {r['kinesis_records_per_m']:,.0f}; "
+            f"{r['on_demand_kib_per_m']:,.0f}"
+            if (r := by.get(size))
+            else "–"
+            for size in sizes
+        ]
+        rows.append([VARIANTS.get(v, v), *cells])
+    floors = ", ".join(
+        f"{SIZES[s]} {r['floor_put_units_per_m']:,.0f}"
+        for s in sizes
+        if (r := next((x for x in p["runs"] if x["payload"] == s), None))
+    )
+    out += _table(["side", *(f"{SIZES[s]}: units (× floor); records; on-demand KiB" for s in sizes)], rows)
+    return out + f"\nThe floor, PUT payload units per million: {floors}.\n"
 
 
 def render_overhead(p: dict[str, Any]) -> str:
@@ -651,6 +694,8 @@ RT_LABELS = {
     "kafka": "Spark's Kafka sink (anchor)",
     "kinesis": "`foreach(KinesisWriter)`, defaults",
     "kinesis_kpl": "the same, `aggregation='kpl'`",
+    "kinesis_gather20": "the same, `gather_ms=20`",
+    "kinesis_gather100": "the same, `gather_ms=100`",
 }
 
 
@@ -659,7 +704,7 @@ def render_realtime(p: dict[str, Any]) -> str:
     out = _head(
         p,
         f"{cfg['seconds']:.0f} s measured a run; p50 / p99 / max in ms, the most records in flight, and the CPU of the "
-        "Spark JVM and the KPL daemon per record (µs).",
+        "Spark JVM and the KPL daemon per record (µs); PUT payload units per million records as the stream was billed.",
     )
     rates = list(dict.fromkeys(r["rate"] for r in p["runs"]))
     rows = []
@@ -673,7 +718,8 @@ def render_realtime(p: dict[str, Any]) -> str:
                 continue
             flight = f"; {r['max_in_flight']:,}" if r.get("max_in_flight") is not None else ""
             cpu = f"; {r['cpu_us_per_record']:,.0f} µs" if r.get("cpu_us_per_record") is not None else ""
-            cells.append(" / ".join(f"{r[k]:,.0f}" for k in ("p50_ms", "p99_ms", "max_ms")) + flight + cpu)
+            units = f"; {r['put_units_per_m']:,.0f} units" if r.get("put_units_per_m") is not None else ""
+            cells.append(" / ".join(f"{r[k]:,.0f}" for k in ("p50_ms", "p99_ms", "max_ms")) + flight + cpu + units)
         rows.append([RT_LABELS.get(v, v), *cells])
     out += _table(["sink", *(f"{rate:,} records/s" for rate in rates)], rows)
     out += (
@@ -685,6 +731,13 @@ def render_realtime(p: dict[str, Any]) -> str:
         f"{_m(sm.get('rt_p99_ratio_10k'), 2, '×')}; its p50 and p99 over `aggregation='kpl'`'s: "
         f"{_m(sm.get('rt_p50_ratio_vs_kpl_agg'), 2, '×')} and {_m(sm.get('rt_p99_ratio_vs_kpl_agg'), 2, '×')}.\n"
     )
+    floor = next((r["floor_put_units_per_m"] for r in p["runs"] if r.get("floor_put_units_per_m")), None)
+    if floor is not None:
+        out += (
+            f"\nThe records (an id and a timestamp, with their key) would fill {floor:,.0f} PUT payload units per "
+            "million if every Kinesis record were full: at a trickle a full one waits seconds, so each setting of "
+            '`gather_ms` is a price for latency (docs/configuration.md, "What a record costs").\n'
+        )
     return out
 
 
@@ -713,6 +766,7 @@ def render_dedupe(p: dict[str, Any]) -> str:
 RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "throughput": render_throughput,
     "overhead": render_overhead,
+    "cost": render_cost,
     "tuning": render_tuning,
     "backpressure": render_backpressure,
     "large": render_large,

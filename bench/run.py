@@ -84,6 +84,7 @@ import report  # noqa: E402
 import scale  # noqa: E402
 import tuning  # noqa: E402
 from common import WARM_START, say, spread, verify  # noqa: E402
+from spark_kinesis_testkit.billing import Bill  # noqa: E402
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_writer_options, read_stream  # noqa: E402
 from spark_kinesis_testkit.faults import FaultFront  # noqa: E402
 from spark_kinesis_testkit.provenance import commit, machine  # noqa: E402
@@ -95,7 +96,15 @@ ROWS_1K = int(os.environ.get("BENCH_ROWS_1K", "200000"))  # 1 KiB: the two aggre
 BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
 # The throughput part's sides (a before/after comparison of one side needs it and noop only).
 SIDES = os.environ.get("BENCH_SIDES", "writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop").split(",")
-PARTS = os.environ.get("BENCH_PARTS", "throughput,tuning,backpressure,large,scale,jmh,realtime,dedupe").split(",")
+PARTS = os.environ.get("BENCH_PARTS", "throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe").split(",")
+# What a record costs as AWS bills it: per payload the rows each side writes once; the sides; the stream's shards.
+COST_ROWS = {
+    100: int(os.environ.get("BENCH_COST_ROWS", "1000000")),
+    1024: int(os.environ.get("BENCH_COST_ROWS_1K", "200000")),
+    10240: int(os.environ.get("BENCH_COST_ROWS_10K", "50000")),
+}
+COST_SIDES = ("writer", "writer_kpl", "sink", "boto3", "boto3_agg")
+COST_SHARDS = 4
 # Skip on replay's cost: format("kinesis") with and without dedupe_location, per payload the rows of one run.
 DEDUPE_ROWS = {
     100: int(os.environ.get("BENCH_DEDUPE_ROWS", "1000000")),
@@ -576,6 +585,47 @@ def jmh(result: dict[str, Any]) -> None:
 
 
 # -- skip on replay's cost -----------------------------------------------------------------------
+def cost(result: dict[str, Any]) -> None:
+    """What each side is billed for the same rows (micro-batch, availableNow, 4 files a batch): every Kinesis record the
+    backend received, in PUT payload units and on-demand KiB (testkit billing.py), against the floor (the user records'
+    bytes in 25 KiB units). Counted from the stream as read back, record by record, not from the writer's counters."""
+    runs: list[dict[str, Any]] = []
+    with backends.Kinesalite() as b, spark_side() as side:
+        for payload, rows in COST_ROWS.items():
+            side.call(cmd="input", name=f"cost{payload}", start=0, rows=rows, files=8)
+        side.call(cmd="input", name="cost-warm", start=WARM_START, rows=COST_ROWS[1024] // 10, files=2)
+        writer = {**b.endpoint_options(), **WRITER}
+        for v in COST_SIDES:  # JIT, Python workers, daemons: each side once, not counted
+            b.create_stream(f"cost-warm-{v}", COST_SHARDS)
+            side.run(
+                v, "cost-warm", 100, b.pid, stream=f"cost-warm-{v}", writer=writer, client_kwargs=b.client_kwargs()
+            )
+        for payload, rows in COST_ROWS.items():
+            for v in COST_SIDES:
+                stream = f"cost-{v}-{payload}"
+                b.create_stream(stream, COST_SHARDS)
+                inp = f"cost{payload}"
+                r = side.run(
+                    v, inp, payload, b.pid, stream=stream, writer=writer, client_kwargs=b.client_kwargs(), per_trigger=4
+                )
+                bill = Bill.of_stream(b.client(), stream)
+                assert bill.user_records == rows, f"{stream}: {bill.user_records:,} user records sent, not {rows:,}"
+                # What a KCL consumer gets: aws-kinesis-agg packs keys of every shard into one aggregate, which the KCL
+                # drops whole when read from a shard that not all its sub-records name (shared by none of our sides).
+                checked = verify(b, stream, rows, 1, 0, payload) if v != "boto3_agg" else {}
+                run = {"variant": v, "payload": payload, "rows": rows, "verify": checked, **bill.per_million()}
+                say(
+                    f"  cost {v:10s} {payload:5d} B: {run['put_units_per_m']:>10,.0f} PUT units per million "
+                    f"({run['put_over_floor']:.2f}x the floor), {run['kinesis_records_per_m']:>10,.0f} Kinesis "
+                    f"records, {run['on_demand_kib_per_m']:>10,.0f} on-demand KiB; CPU {r['cpu_s']}"
+                )
+                runs.append(run)
+                b.delete_stream(stream)
+    config = {"rows": COST_ROWS, "shards": COST_SHARDS, "sides": list(COST_SIDES), "writer": WRITER, "per_trigger": 4}
+    summary = {f"{k}_{r['variant']}_{r['payload']}": r[k] for r in runs for k in ("put_units_per_m", "put_over_floor")}
+    result["cost"] = {"config": config, "runs": runs, "summary": summary}
+
+
 def dedupe(result: dict[str, Any]) -> None:
     """The sink with and without ``dedupe_location`` (a first attempt: every confirmed record fingerprinted and
     written to a local directory), alternating, on one warm session: rate, CPU per record (JVM and KPL daemon), and
@@ -817,6 +867,8 @@ def main() -> int:
     try:
         if "throughput" in PARTS:
             throughput(result)
+        if "cost" in PARTS:
+            cost(result)
         if "tuning" in PARTS:
             tuning.tuning(result, spark_side, REPS)
         if "backpressure" in PARTS:

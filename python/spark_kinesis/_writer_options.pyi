@@ -25,6 +25,12 @@ class WriterOptions(TypedDict, total=False):
     """who packs user records into Kinesis records: ``'writer'`` (per shard, before the KPL daemon: far less CPU per
     record) or ``'kpl'`` (the daemon, one user record at a time). Default: 'writer'.
     """
+    gather_ms: int
+    """with ``aggregation='writer'``: how long a record waits for others on a shard with nothing in flight before
+    they go as one Kinesis record. The default sends a trickle at once (real-time latency); more fills Kinesis
+    records at a trickle, for fewer PUT payload units, at up to that much latency (``kpl.RecordMaxBufferedTime``
+    stays the bound). Default: 1.
+    """
     flush_timeout_ms: int
     """how long a task waits for its records at the end. Default: 300000."""
     producer_idle_timeout_ms: int

@@ -346,7 +346,7 @@ class UserRecord:
 AGGREGATED_MAGIC = b"\xf3\x89\x9a\xc2"  # the KPL aggregate format's own constant
 
 
-def _aggregate(data: bytes) -> Any | None:
+def aggregate_of(data: bytes) -> Any | None:
     """A Kinesis record's data as the KPL's ``AggregatedRecord`` (parsed with aws-kinesis-agg's class), or None when it
     is not an aggregate."""
     if data[:4] != AGGREGATED_MAGIC:
@@ -360,7 +360,7 @@ def _aggregate(data: bytes) -> Any | None:
 
 def user_records_in(data: bytes) -> int:
     """How many user records a Kinesis record's data carries: an aggregate's sub-records, else one."""
-    message = _aggregate(data)
+    message = aggregate_of(data)
     return 1 if message is None else len(message.records)
 
 
@@ -394,7 +394,7 @@ def read_stream(client: Any, stream: str, idle_polls: int = 2) -> list[UserRecor
         for raw in iter_shard(client, stream, sid, idle_polls):
             arrival = raw.get("ApproximateArrivalTimestamp")
             arrival_s = arrival.timestamp() if arrival is not None else None
-            message = _aggregate(raw["Data"])
+            message = aggregate_of(raw["Data"])
             own_ehk = [] if message is None else [m.HasField("explicit_hash_key_index") for m in message.records]
             for i, r in enumerate(deaggregator.iter_deaggregate_records([raw], data_format="Boto3")):
                 k = r["kinesis"]

@@ -92,6 +92,16 @@ private[sparkkinesis] object KinesisWriterOptions {
     Some(Aggregation.Writer.name),
     allowed = Some(Allowed.OneOf(Aggregation.all.map(_.name)))
   )
+  val GatherMs: OptionSpec = row(
+    "gather_ms",
+    "long",
+    "with ``aggregation='writer'``: how long a record waits for others on a shard with nothing in flight before " +
+      "they go as one Kinesis record. The default sends a trickle at once (real-time latency); more fills Kinesis " +
+      "records at a trickle, for fewer PUT payload units, at up to that much latency (``kpl.RecordMaxBufferedTime`` " +
+      "stays the bound).",
+    Some(aggregation.SealRule.DefaultGatherMs.toString),
+    atLeast1("a positive number of milliseconds")
+  )
   val FlushTimeoutMs: OptionSpec = row(
     "flush_timeout_ms",
     "long",
@@ -239,7 +249,13 @@ private[sparkkinesis] object KinesisWriterOptions {
           "kpl.ProxyHost and kpl.ProxyPort."
       )
     val aggregation = in.word(AggregationKey).map(w => Aggregation.all.find(_.name == w).get).get
-    val producer = ProducerConfig(region, endpoint, parseCredentials(in), kpl, aggregation)
+    if (aggregation == Aggregation.Kpl && own.contains(GatherMs.name))
+      throw new IllegalArgumentException(
+        s"Option ${GatherMs.name} applies to ${AggregationKey.name}='writer'; with ${AggregationKey.name}='kpl' the " +
+          "daemon aggregates and kpl.RecordMaxBufferedTime is how long its records wait: set that, or remove " +
+          s"${GatherMs.name}."
+      )
+    val producer = ProducerConfig(region, endpoint, parseCredentials(in), kpl, aggregation, in.long(GatherMs).get)
     KplSettings.validate(producer.kplSettings)
     val maxOutstandingBytes = in.long(MaxOutstandingBytes).get
     kpl.get("MaxUserRecordSize").map(_.trim.toLong).filter(_ > maxOutstandingBytes).foreach { m =>

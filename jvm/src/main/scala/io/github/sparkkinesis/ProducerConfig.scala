@@ -71,7 +71,8 @@ private[sparkkinesis] final case class ProducerConfig(
     endpoint: Option[Endpoint],
     credentials: Credentials,
     kpl: SortedMap[String, String],
-    aggregation: Aggregation // its default is the option table's (KinesisWriterOptions), the one place it is set
+    aggregation: Aggregation, // its default is the option table's (KinesisWriterOptions), the one place it is set
+    gatherMs: Long // the writer's idle gather (gather_ms), its default the option table's too
 ) {
 
   /** The final KPL settings as the user sees them: writer defaults, then the user's, then region and endpoint. */
@@ -111,6 +112,6 @@ private[sparkkinesis] final case class ProducerConfig(
       if (KplSettings.byName.get(k).exists(_.secret)) k -> Redact.secret else k -> v
     }
     s"ProducerConfig(region=${region.getOrElse("<default>")}, endpoint=${endpoint.getOrElse("<default>")}, " +
-      s"credentials=$credentials, aggregation=${aggregation.name}, kpl=${shownKpl.map { case (k, v) => s"$k=$v" }.mkString("{", ", ", "}")})"
+      s"credentials=$credentials, aggregation=${aggregation.name}, gatherMs=$gatherMs, kpl=${shownKpl.map { case (k, v) => s"$k=$v" }.mkString("{", ", ", "}")})"
   }
 }

@@ -19,7 +19,7 @@ private[sparkkinesis] object WriterAggregation {
     new WriterAggregator(
       sender(p),
       p.client.streamMetadata(),
-      AggregationSettings.of(p.config.kpc),
+      AggregationSettings.of(p.config.kpc, p.config.gatherMs),
       metrics(p.metrics),
       warnings,
       newThread,
@@ -31,7 +31,7 @@ private[sparkkinesis] object WriterAggregation {
   def limits(p: SharedProducer): StreamLimits =
     new StreamLimits(
       p.client.streamMetadata(),
-      AggregationSettings.of(p.config.kpc),
+      AggregationSettings.of(p.config.kpc, p.config.gatherMs),
       Clock.system,
       warnings,
       newThread,

@@ -23,6 +23,15 @@ class OptionsSuite extends AnyFunSuite {
     assert(o.producer.kplSettings("Region") == "us-east-1")
   }
 
+  test("gather_ms: 1 ms by default, a producer of its own when set, refused with the KPL's aggregation") {
+    assert(parse().producer.gatherMs == 1L)
+    val set = parse("gather_ms" -> "50").producer
+    assert(set.gatherMs == 50L && set != parse().producer) // two writers share a daemon only with the same gather
+    assert(rejected("gather_ms" -> "0").contains("expected a positive number of milliseconds"))
+    val kpl = rejected("aggregation" -> "kpl", "gather_ms" -> "50")
+    assert(kpl.contains("gather_ms applies to aggregation='writer'") && kpl.contains("kpl.RecordMaxBufferedTime"), kpl)
+  }
+
   test("a user's KPL setting wins over the writer's default") {
     assert(parse("kpl.MetricsLevel" -> "summary").producer.kplSettings("MetricsLevel") == "summary")
     assert(

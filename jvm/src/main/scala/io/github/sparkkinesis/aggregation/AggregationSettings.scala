@@ -13,7 +13,8 @@ private[sparkkinesis] final case class AggregationSettings(
     recheckMs: Long,
     rateLimit: Long,
     failIfThrottled: Boolean = false,
-    recordTtlMs: Long = 30000L
+    recordTtlMs: Long = 30000L,
+    gatherMs: Long = SealRule.DefaultGatherMs
 ) {
 
   /** A shard's write quota in bytes and in Kinesis records per second, times `RateLimit`. */
@@ -28,8 +29,8 @@ private[sparkkinesis] final case class AggregationSettings(
 
 private[sparkkinesis] object AggregationSettings {
 
-  /** From the user's settings as the KPL reads them (its defaults where none). */
-  def of(c: KinesisProducerConfiguration): AggregationSettings =
+  /** From the user's settings as the KPL reads them (its defaults where none), and the writer's `gather_ms`. */
+  def of(c: KinesisProducerConfiguration, gatherMs: Long): AggregationSettings =
     AggregationSettings(
       c.getAggregationMaxSize,
       c.getAggregationMaxCount,
@@ -37,6 +38,7 @@ private[sparkkinesis] object AggregationSettings {
       c.getDescribeStreamSummaryIntervalMs,
       c.getRateLimit,
       c.isFailIfThrottled,
-      c.getRecordTtl
+      c.getRecordTtl,
+      gatherMs
     )
 }

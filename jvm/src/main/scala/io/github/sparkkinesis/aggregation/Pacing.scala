@@ -42,7 +42,7 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     * ([[gatherEnded]]). Called under `b`'s lock after a record is added and after an answer.
     */
   def gatherIfIdle(b: ShardBuffer): Unit =
-    if (b.rule.startsGather(b)) scheduler.after(SealRule.GatherNanos)(() => gatherEnded(b))
+    if (b.rule.startsGather(b)) scheduler.after(b.rule.gatherNanos)(() => gatherEnded(b))
 
   private def gatherEnded(b: ShardBuffer): Unit = b.synchronized {
     b.rule.gatherEnded(b, b.quota.waitFor(b.maxQuotaBytes)) match {

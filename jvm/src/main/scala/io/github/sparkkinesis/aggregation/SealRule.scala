@@ -6,7 +6,7 @@ package io.github.sparkkinesis.aggregation
   *     ([[overflows]], [[full]]; asked by [[ShardBuffer.add]]);
   *   - '''idle''': its shard has fewer than [[SealRule.IdleInFlight]] aggregates in flight and none waiting for its
   *     quota, and does not fill an aggregate within its pace window ([[fillsWithinLinger]]): it gathers for
-  *     [[SealRule.GatherNanos]], then goes if the quota has room for a full aggregate, else when it has
+  *     `gather_ms` ([[gatherNanos]]; [[SealRule.DefaultGatherMs]]), then goes if the quota has room for a full aggregate, else when it has
   *     ([[startsGather]], [[gatherEnded]]). That is Nagle's rule (TCP sends at once when nothing is unacknowledged) and
   *     Kafka's producer's (a batch goes, after `linger.ms`, when its connection has fewer than
   *     `max.in.flight.requests.per.connection` requests out): a record at a trickle leaves within a millisecond, not
@@ -18,6 +18,9 @@ package io.github.sparkkinesis.aggregation
   */
 private[aggregation] final class SealRule(settings: AggregationSettings, clock: Clock) {
   import SealRule._
+
+  /** How long an idle shard's buffer gathers before it goes (`gather_ms`). */
+  val gatherNanos: Long = settings.gatherMs * 1000000L
 
   /** The shard's aggregates handed to the producer and not answered yet ([[sent]], [[answered]]). */
   private var inFlight = 0
@@ -147,11 +150,12 @@ private[sparkkinesis] object SealRule {
     */
   val IdleInFlight = 2
 
-  /** How long an idle shard's buffer gathers before it is sealed: records that come together (a burst of a real-time
-    * query's input) go as one aggregate, not one Kinesis record each. A millisecond, as the daemon's own collection
-    * ([[io.github.sparkkinesis.Aggregation.DaemonBufferMs]]).
+  /** `gather_ms`'s default, how long an idle shard's buffer gathers before it is sealed: records that come together (a
+    * burst of a real-time query's input) go as one aggregate, not one Kinesis record each. A millisecond, as the
+    * daemon's own collection ([[io.github.sparkkinesis.Aggregation.DaemonBufferMs]]): the latency of real-time mode.
+    * More trades latency for PUT payload units at a trickle (docs/configuration.md, "What a record costs").
     */
-  val GatherNanos: Long = 1000000L
+  val DefaultGatherMs = 1L
 
   /** What an open aggregate must hold, and for how long, before its pace counts ([[SealRule.fillsWithinLinger]]): a few
     * records in an instant say nothing of a rate, and a shard that had a record or two waiting for an answer is not

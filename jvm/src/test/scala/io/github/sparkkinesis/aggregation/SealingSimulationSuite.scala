@@ -104,6 +104,21 @@ class SealingSimulationSuite extends AnyFunSuite {
     assert(r.linkUse(from = 10, until = 30) >= 0.85 * 0.25, s"the shard's bytes used: ${r.linkUse(10, 30)}")
   }
 
+  test("gather_ms: a trickle trades latency for fuller Kinesis records, the gather the bound on its wait") {
+    // 250 records/s a shard, a real-time query's trickle: at the default each record goes nearly alone.
+    val at = Seq(1L, 20L, 50L).map { g =>
+      val sim = new Simulation(shards = 4, rttMs = 10, settings = settings.copy(gatherMs = g))
+      val r = sim.run(ratePerSecond = 1000, seconds = 10)
+      report(s"1,000 records/s on 4 shards, gather_ms=$g", r)
+      assert(r.confirmed == 10000 && r.throttled == 0 && r.inOrder)
+      assert(r.p(100) <= g + 2 * 10, s"gather_ms=$g: a record waited ${r.p(100)} ms, more than its gather and two trips")
+      g -> r
+    }.toMap
+    // Fuller Kinesis records, about the gather's records: fewer PUT payload units at a trickle.
+    assert(at(20L).perAggregate >= 3 * at(1L).perAggregate, (at(1L).perAggregate, at(20L).perAggregate))
+    assert(at(50L).perAggregate >= 2 * at(20L).perAggregate, (at(20L).perAggregate, at(50L).perAggregate))
+  }
+
   test("RecordMaxBufferedTime still bounds a record's wait when no answer comes") {
     val r = new Simulation(shards = 1, rttMs = 60000).run(ratePerSecond = 100, seconds = 1, drainSeconds = 0)
     val waits = r.sendWaits
@@ -120,7 +135,7 @@ private object SealingSimulationSuite {
   val settings: AggregationSettings =
     AggregationSettings(51200, 4294967295L, lingerMs = 100, recheckMs = 3600000, rateLimit = 100)
   val RecordBytes = 100
-  val GatherMs: Double = SealRule.GatherNanos / 1e6
+  val GatherMs: Double = SealRule.DefaultGatherMs.toDouble
 
   final class Result(
       latencies: ArrayBuffer[Double],
@@ -156,7 +171,7 @@ private object SealingSimulationSuite {
   /** One writer's aggregation over `shards` shards a round trip of `rttMs` away (half of it to reach Kinesis), each
     * shard with Kinesis' quota of which `available` is free for this writer (the rest taken by others as it comes).
     */
-  final class Simulation(shards: Int, rttMs: Long, available: Double = 1.0) {
+  final class Simulation(shards: Int, rttMs: Long, available: Double = 1.0, settings: AggregationSettings = SealingSimulationSuite.settings) {
     private val clock = new FakeClock
     private val scheduler = new Scheduler(clock, "sealing")
     private val layout = FakeMetadata.even(shards)
