@@ -62,7 +62,6 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -148,39 +147,6 @@ LARGE_BOUND = {"queue_limit": 10000, "max_outstanding_bytes": 64 * 1024 * 1024} 
 def rotate(xs: list[str], k: int) -> list[str]:
     k %= len(xs)
     return xs[k:] + xs[:k]
-
-
-# -- backend calibration -----------------------------------------------------------------------
-SHAPES = {"100": (100, 500), "10240": (10240, 500), "blob": (51200, 100)}  # (bytes, records per call)
-
-
-def calibrate(b: backends.Kinesalite, seconds: float = 4.0) -> dict[str, float]:
-    """How fast the backend ingests, from 2 boto3 threads, per record shape: unaggregated 100 B and
-    10 KiB records (the boto3 side) and 50 KiB blobs (what KPL aggregates look like)."""
-    b.create_stream("calibrate", 8)
-    kwargs = b.client_kwargs()
-
-    def pump(size: int, n: int) -> tuple[int, int]:
-        import boto3
-
-        c = boto3.client("kinesis", **kwargs)
-        recs = [{"Data": b"x" * size, "PartitionKey": str(i)} for i in range(n)]
-        count = nbytes = 0
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            ok = n - c.put_records(StreamName="calibrate", Records=recs)["FailedRecordCount"]
-            count, nbytes = count + ok, nbytes + ok * size
-        c.close()
-        return count, nbytes
-
-    out = {}
-    for label, (size, n) in SHAPES.items():
-        with ThreadPoolExecutor(2) as ex:
-            res = list(ex.map(lambda _, size=size, n=n: pump(size, n), range(2)))
-        out[f"{label}_records_per_s"] = sum(r[0] for r in res) / seconds
-        out[f"{label}_mb_per_s"] = sum(r[1] for r in res) / seconds / 1e6
-    b.delete_stream("calibrate")
-    return out
 
 
 # -- the Spark side (one long-lived session) ---------------------------------------------------
@@ -281,9 +247,7 @@ def bare_loop(
 # -- part 1 + 2: throughput vs boto3, overhead vs a bare KPL loop ------------------------------
 def throughput(result: dict[str, Any]) -> None:
     with backends.Kinesalite() as b:
-        figures = calibrate(b)
-        say(f"backend {b.name} (TLS): " + " ".join(f"{k}={v:,.1f}" for k, v in figures.items()))
-        result["backend"] = {"used": b.name, "calibration": figures}
+        result["backend"] = {"used": b.name}
         say(f"throughput and overhead: shards per payload {SHARDS}, {REPS} repetitions")
         throughput_on(b, result)
 

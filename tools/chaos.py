@@ -29,7 +29,6 @@ import json
 import os
 import random
 import re
-import statistics
 import subprocess
 import sys
 import threading
@@ -55,8 +54,8 @@ from spark_kinesis_testkit.emulator import (
 )
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import KclDeaggregator, read_stream_kcl
-from spark_kinesis_testkit.moto_server import S3A_JARS, MotoServer
-from spark_kinesis_testkit.procs import find, kill, kpl_daemons, rss_bytes
+from spark_kinesis_testkit.moto_server import MotoServer, s3a_jars
+from spark_kinesis_testkit.procs import find, growth, kill, kpl_daemons, rss_bytes
 from spark_kinesis_testkit.provenance import commit, machine
 
 MINUTES = float(os.environ.get("CHAOS_MINUTES", "20"))
@@ -463,14 +462,6 @@ def log_levels(app_id: str) -> dict[str, int]:
     return dict(counts.most_common())
 
 
-def growth(series: list[float]) -> float:
-    """make soak's measure: the median of the last fifth minus that of the second fifth (the first is warm-up)."""
-    fifth = max(1, len(series) // 5)
-    if len(series) < 5:
-        return 0.0
-    return float(statistics.median(series[-fifth:]) - statistics.median(series[fifth : 2 * fifth]))
-
-
 #: What the driver's check adds to every error of its own (StreamCheck's DriverHint, from the facts resource).
 DRIVER_CHECK = facts()["driverCheckHint"]
 
@@ -528,15 +519,6 @@ def check(q: Query, records: list[UserRecord], expected: int, faults: list[Fault
 def minimal_schedule(faults: list[Fault], t: float) -> list[Fault]:
     """The faults on in the minute before ``t`` (the time of the first missing id's batch)."""
     return [f for f in faults if f.at <= t and (f.ended or f.began or f.at) + f.duration >= t - 60]
-
-
-def platform_jars() -> list[str]:
-    """hadoop-aws and what it needs, as `make platform-jars` fetched them (the class path an EMR cluster has)."""
-    jars = [ROOT / ".cache" / "platform-jars" / j for j in S3A_JARS]
-    absent = [str(j) for j in jars if not j.exists()]
-    if absent:
-        raise SystemExit(f"chaos: {absent} missing: run `make platform-jars`")
-    return [str(j) for j in jars]
 
 
 def plot(report: dict[str, Any], samples: list[dict[str, Any]], heap: list[dict[str, Any]]) -> None:
@@ -620,7 +602,7 @@ def main() -> int:
     ):
         enforce(front, QUOTA)
         moto.s3().create_bucket(Bucket="chaos")
-        jars = ":".join(platform_jars())
+        jars = ":".join(s3a_jars())
         builder = loopback_session_builder(
             f"local-cluster[{EXECUTORS},1,1024]", "spark-kinesis-chaos", None, str(metrics_dir)
         )

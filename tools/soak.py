@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -23,7 +22,7 @@ from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder, read_stream
 from spark_kinesis_testkit.faults import FaultFront
-from spark_kinesis_testkit.procs import kpl_daemons, rss_bytes
+from spark_kinesis_testkit.procs import growth, kpl_daemons, rss_bytes
 
 MINUTES = float(os.environ.get("SOAK_MINUTES", "10"))
 MAX_GROWTH_MB = float(os.environ.get("SOAK_MAX_GROWTH_MB", "64"))
@@ -84,15 +83,7 @@ def main() -> int:
         seen = {json.loads(r.data)["id"] for r in read_stream(km.client(), STREAM)}
         missing = sum(1 for i in range(sent) if i not in seen)
 
-    fifth = max(1, len(samples) // 5)
-
-    def growth(key: str) -> float:
-        return float(
-            statistics.median(s[key] for s in samples[-fifth:])
-            - statistics.median(s[key] for s in samples[fifth : 2 * fifth])
-        )
-
-    heap_growth, rss_growth = growth("heap_mb"), growth("kpl_rss_mb")
+    heap_growth, rss_growth = (growth([s[k] for s in samples]) for k in ("heap_mb", "kpl_rss_mb"))
     out = ROOT / ".cache" / "soak"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{int(time.time())}.json").write_text(

@@ -31,6 +31,16 @@ from spark_kinesis_testkit.emulator import (
 S3A_JARS = ("hadoop-aws-3.5.0.jar", "analyticsaccelerator-s3-1.3.1.jar", "bundle-2.35.4.jar")
 
 
+def s3a_jars() -> list[str]:
+    """The S3A_JARS as `make platform-jars` fetched them (the class path an EMR cluster has); FileNotFoundError naming
+    that target when one is missing."""
+    where = Path(__file__).resolve().parents[2] / ".cache" / "platform-jars"
+    absent = [j for j in S3A_JARS if not (where / j).exists()]
+    if absent:
+        raise FileNotFoundError(f"{absent} missing in {where}: run `make platform-jars`")
+    return [str(where / j) for j in S3A_JARS]
+
+
 class MotoServer:
     """One moto server: STS, S3 and DynamoDB on one loopback port."""
 

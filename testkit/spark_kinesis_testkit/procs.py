@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import statistics
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,3 +193,12 @@ class DaemonWatch:
                     except OSError:
                         continue
                 self._settled.add(pid)
+
+
+def growth(series: list[float]) -> float:
+    """How much a sampled measure (heap, RSS) grew over a run: the median of its last fifth minus that of its second
+    fifth (the first is warm-up); 0 for fewer than five samples. make soak's and make chaos's leak check."""
+    fifth = len(series) // 5
+    if fifth == 0:
+        return 0.0
+    return float(statistics.median(series[-fifth:]) - statistics.median(series[fifth : 2 * fifth]))
