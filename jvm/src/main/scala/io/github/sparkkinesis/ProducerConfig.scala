@@ -112,6 +112,8 @@ private[sparkkinesis] final case class ProducerConfig(
       if (KplSettings.byName.get(k).exists(_.secret)) k -> Redact.secret else k -> v
     }
     s"ProducerConfig(region=${region.getOrElse("<default>")}, endpoint=${endpoint.getOrElse("<default>")}, " +
-      s"credentials=$credentials, aggregation=${aggregation.name}, gatherMs=$gatherMs, kpl=${shownKpl.map { case (k, v) => s"$k=$v" }.mkString("{", ", ", "}")})"
+      s"credentials=$credentials, aggregation=${aggregation.name}, gatherMs=$gatherMs, kpl=${shownKpl
+          .map { case (k, v) => s"$k=$v" }
+          .mkString("{", ", ", "}")})"
   }
 }

@@ -5,10 +5,10 @@ package io.github.sparkkinesis.aggregation
   *   - '''full''': the next record would take it over `AggregationMaxSize`, or it holds `AggregationMaxCount` records
   *     ([[overflows]], [[full]]; asked by [[ShardBuffer.add]]);
   *   - '''idle''': its shard has fewer than [[SealRule.IdleInFlight]] aggregates in flight and none waiting for its
-  *     quota, and does not fill an aggregate within its pace window ([[fillsWithinLinger]]): it gathers for
-  *     `gather_ms` ([[gatherNanos]]; [[SealRule.DefaultGatherMs]]), then goes if the quota has room for a full aggregate, else when it has
-  *     ([[startsGather]], [[gatherEnded]]). That is Nagle's rule (TCP sends at once when nothing is unacknowledged) and
-  *     Kafka's producer's (a batch goes, after `linger.ms`, when its connection has fewer than
+  *     quota, and does not fill an aggregate within its pace window ([[fillsWithinLinger]]): it gathers for `gather_ms`
+  *     ([[gatherNanos]]; [[SealRule.DefaultGatherMs]]), then goes if the quota has room for a full aggregate, else when
+  *     it has ([[startsGather]], [[gatherEnded]]). That is Nagle's rule (TCP sends at once when nothing is
+  *     unacknowledged) and Kafka's producer's (a batch goes, after `linger.ms`, when its connection has fewer than
   *     `max.in.flight.requests.per.connection` requests out): a record at a trickle leaves within a millisecond, not
   *     after a linger, and while aggregates are in flight the next ones gather, so under load they fill by themselves;
   *   - '''linger''': its first record waited `RecordMaxBufferedTime`: at once, or, while aggregates wait for the

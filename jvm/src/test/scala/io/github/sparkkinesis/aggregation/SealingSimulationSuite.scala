@@ -111,7 +111,10 @@ class SealingSimulationSuite extends AnyFunSuite {
       val r = sim.run(ratePerSecond = 1000, seconds = 10)
       report(s"1,000 records/s on 4 shards, gather_ms=$g", r)
       assert(r.confirmed == 10000 && r.throttled == 0 && r.inOrder)
-      assert(r.p(100) <= g + 2 * 10, s"gather_ms=$g: a record waited ${r.p(100)} ms, more than its gather and two trips")
+      assert(
+        r.p(100) <= g + 2 * 10,
+        s"gather_ms=$g: a record waited ${r.p(100)} ms, more than its gather and two trips"
+      )
       g -> r
     }.toMap
     // Fuller Kinesis records, about the gather's records: fewer PUT payload units at a trickle.
@@ -171,7 +174,12 @@ private object SealingSimulationSuite {
   /** One writer's aggregation over `shards` shards a round trip of `rttMs` away (half of it to reach Kinesis), each
     * shard with Kinesis' quota of which `available` is free for this writer (the rest taken by others as it comes).
     */
-  final class Simulation(shards: Int, rttMs: Long, available: Double = 1.0, settings: AggregationSettings = SealingSimulationSuite.settings) {
+  final class Simulation(
+      shards: Int,
+      rttMs: Long,
+      available: Double = 1.0,
+      settings: AggregationSettings = SealingSimulationSuite.settings
+  ) {
     private val clock = new FakeClock
     private val scheduler = new Scheduler(clock, "sealing")
     private val layout = FakeMetadata.even(shards)
