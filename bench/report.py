@@ -24,6 +24,8 @@ IMG = ROOT / "docs" / "img"
 DOC = ROOT / "docs" / "benchmarks.md"
 # In the order of docs/benchmarks.md. "throughput" and "overhead" come from one run of the throughput part (the bare
 # KPL loop runs between its repetitions); BENCH_SKIP=overhead leaves overhead.json as it was.
+#: The sides the cost part bills (bench/run.py), each a pair of fields on make bench's line.
+COST_SIDES = ("writer", "writer_kpl", "sink", "boto3", "boto3_agg")
 PARTS = ("throughput", "overhead", "cost", "tuning", "backpressure", "large", "scale", "jmh", "realtime", "dedupe")
 VARIANTS = {
     "writer": "`foreach(KinesisWriter)`, the default (`aggregation='writer'`)",
@@ -439,9 +441,6 @@ def render_throughput(p: dict[str, Any]) -> str:
         f"duplicated, {v.get('bad_bytes', 0)} with wrong bytes or key.\n"
     )
     return out
-
-
-COST_SIDES = ("writer", "writer_kpl", "sink", "boto3", "boto3_agg")
 
 
 def render_cost(p: dict[str, Any]) -> str:

@@ -6,6 +6,8 @@ spread over the repetitions. The parts (BENCH_PARTS) and what each writes, overw
   throughput    the writer against boto3 and the aws-kinesis-agg + boto3 loop, aggregation='kpl', the format("kinesis")
                 sink and an A/A control; again behind shard quotas -> bench/results/throughput.json
                 and, between its repetitions, the bare KPL loop (bench/jvm) -> bench/results/overhead.json
+  cost          what each side is billed: PUT payload units and on-demand KiB per million records, counted from the
+                stream (testkit billing.py), against the floor -> bench/results/cost.json
   tuning        one KPL setting at a time (bench/tuning.py) -> bench/results/tuning.json
   backpressure  queue_limit and max_outstanding_bytes behind shard quotas -> bench/results/backpressure.json
   large         1 % of records at 5 MiB among 1 KiB ones behind a shard's quota and large-record burst (kinesis-mock,
@@ -35,6 +37,8 @@ files), and a last machine-readable line with every field (n/a for a part this r
          the Kafka sink's at 1,000/s; bench/realtime.py)
          rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=… (the same latency over aggregation='kpl''s, 1,000/s)
          throttled_share_e4=… (scale, 4 executors behind quotas: Kinesis records throttled over user records written)
+         put_units_<side>_<size>=… put_over_floor_<side>_<size>=… (cost, 100 B and 1 KiB: PUT payload units per
+         million records as billed, and over the floor; the sides report.COST_SIDES)
 
 "writer" is the writer with aggregation='writer' (the default); "writer_kpl" is aggregation='kpl', the KPL daemon
 aggregating record by record. The bare KPL loop hands the KPL each record, so ratio_vs_kpl and cpu_ratio_vs_kpl are
@@ -44,7 +48,8 @@ Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [
 BENCH_ROWS_10K [50000], BENCH_ROWS_1K [200000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
 BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [12], BENCH_SCALE_MULTI_SECONDS [30],
 BENCH_SCALE_FREE_ROWS [300000], BENCH_LARGE_SECONDS [180], BENCH_LARGE_ROWS_PER_S [40],
-BENCH_PARTS [throughput,tuning,backpressure,large,scale,jmh,realtime], BENCH_SKIP [none; overhead,limited],
+BENCH_COST_ROWS [1000000], BENCH_COST_ROWS_1K [200000], BENCH_COST_ROWS_10K [50000],
+BENCH_PARTS [throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe], BENCH_SKIP [none; overhead,limited],
 BENCH_SIDES [writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop] (the throughput part's);
 bench/tuning.py's, bench/scale.py's and bench/realtime.py's own (BENCH_TUNE_*, BENCH_SCALE_*, BENCH_RT_*). A run with
 smaller sizes overwrites its parts' files too (their config says so): commit only the runs you mean to publish.
@@ -96,13 +101,12 @@ BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
 # The throughput part's sides (a before/after comparison of one side needs it and noop only).
 SIDES = os.environ.get("BENCH_SIDES", "writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop").split(",")
 PARTS = os.environ.get("BENCH_PARTS", "throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe").split(",")
-# What a record costs as AWS bills it: per payload the rows each side writes once; the sides; the stream's shards.
+# What a record costs as AWS bills it: per payload the rows each side (report.COST_SIDES) writes once; the shards.
 COST_ROWS = {
     100: int(os.environ.get("BENCH_COST_ROWS", "1000000")),
     1024: int(os.environ.get("BENCH_COST_ROWS_1K", "200000")),
     10240: int(os.environ.get("BENCH_COST_ROWS_10K", "50000")),
 }
-COST_SIDES = ("writer", "writer_kpl", "sink", "boto3", "boto3_agg")
 COST_SHARDS = 4
 # Skip on replay's cost: format("kinesis") with and without dedupe_location, per payload the rows of one run.
 DEDUPE_ROWS = {
@@ -548,7 +552,7 @@ def jmh(result: dict[str, Any]) -> None:
         say(f"  {r['benchmark']} {r['params']}: {r['ns_per_op']:.1f} ± {r['error']:.1f} {r['unit']}")
 
 
-# -- skip on replay's cost -----------------------------------------------------------------------
+# -- what a record costs as AWS bills it ----------------------------------------------------------
 def cost(result: dict[str, Any]) -> None:
     """What each side is billed for the same rows (micro-batch, availableNow, 4 files a batch): every Kinesis record the
     backend received, in PUT payload units and on-demand KiB (testkit billing.py), against the floor (the user records'
@@ -559,13 +563,13 @@ def cost(result: dict[str, Any]) -> None:
             side.call(cmd="input", name=f"cost{payload}", start=0, rows=rows, files=8)
         side.call(cmd="input", name="cost-warm", start=WARM_START, rows=COST_ROWS[1024] // 10, files=2)
         writer = {**b.endpoint_options(), **WRITER}
-        for v in COST_SIDES:  # JIT, Python workers, daemons: each side once, not counted
+        for v in report.COST_SIDES:  # JIT, Python workers, daemons: each side once, not counted
             b.create_stream(f"cost-warm-{v}", COST_SHARDS)
             side.run(
                 v, "cost-warm", 100, b.pid, stream=f"cost-warm-{v}", writer=writer, client_kwargs=b.client_kwargs()
             )
         for payload, rows in COST_ROWS.items():
-            for v in COST_SIDES:
+            for v in report.COST_SIDES:
                 stream = f"cost-{v}-{payload}"
                 b.create_stream(stream, COST_SHARDS)
                 inp = f"cost{payload}"
@@ -585,11 +589,18 @@ def cost(result: dict[str, Any]) -> None:
                 )
                 runs.append(run)
                 b.delete_stream(stream)
-    config = {"rows": COST_ROWS, "shards": COST_SHARDS, "sides": list(COST_SIDES), "writer": WRITER, "per_trigger": 4}
+    config = {
+        "rows": COST_ROWS,
+        "shards": COST_SHARDS,
+        "sides": list(report.COST_SIDES),
+        "writer": WRITER,
+        "per_trigger": 4,
+    }
     summary = {f"{k}_{r['variant']}_{r['payload']}": r[k] for r in runs for k in ("put_units_per_m", "put_over_floor")}
     result["cost"] = {"config": config, "runs": runs, "summary": summary}
 
 
+# -- skip on replay's cost -----------------------------------------------------------------------
 def dedupe(result: dict[str, Any]) -> None:
     """The sink with and without ``dedupe_location`` (a first attempt: every confirmed record fingerprinted and
     written to a local directory), alternating, on one warm session: rate, CPU per record (JVM and KPL daemon), and

@@ -749,7 +749,7 @@ def main() -> int:
         "minutes": minutes,
         "schedule_file": SCHEDULE_FILE,
         "commit": commit(ROOT),
-        "machine": machine(java_executable() or "java"),
+        "machine": machine(),
         "setup": {
             "executors": EXECUTORS,
             "shards": SHARDS,

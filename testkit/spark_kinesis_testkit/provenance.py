@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from .emulator import java_executable
+
 
 def commit(root: Path) -> str:
     """``root``'s checked-out commit, with "+changes" when code outside the results and docs differs from it
@@ -28,13 +30,13 @@ def commit(root: Path) -> str:
     return sha + ("+changes" if dirty else "")
 
 
-def machine(java: str = "java") -> dict[str, Any]:
+def machine() -> dict[str, Any]:
     """The machine a run measured: CPUs, memory, kernel, Python, pyspark and the JVM."""
     import pyspark
 
     meminfo = Path("/proc/meminfo").read_text().splitlines() if Path("/proc/meminfo").exists() else []
     mem = next((ln.split()[1] for ln in meminfo if ln.startswith("MemTotal")), 0)
-    version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    version = subprocess.run([java_executable() or "java", "-version"], capture_output=True, text=True).stderr
     return {
         "cpus": os.cpu_count(),
         "mem_gib": round(int(mem) / 2**20, 1),
