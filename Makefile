@@ -81,12 +81,16 @@ $(KCL_STAMP): tools/kcl/pom.xml $(shell find tools/kcl/src -type f 2>/dev/null)
 
 # Jars Spark platforms put on the class path beside ours (tools/platform-jars/pom.xml: AWS SDK bundles as EMR, Glue
 # and hadoop-aws carry them, the SDK v1 bundle, hadoop-aws, a second KPL), from Maven Central into .cache/platform-jars
-# for the class-path matrix (tests/test_classpath.py). About 3 GB: the SDK bundles are 0.5-0.7 GB each.
+# for the class-path matrix (tests/test_classpath.py). About 3 GB: the SDK bundles are 0.5-0.7 GB each. Maven
+# resolves them into a local repository of their own, removed once they are copied: in ~/.m2 they would be a second
+# 3 GB nothing reads (a CI machine's disk ran out with them there).
 PLATFORM_JARS_STAMP := .cache/platform-jars/.stamp
 platform-jars: $(PLATFORM_JARS_STAMP)
 $(PLATFORM_JARS_STAMP): tools/platform-jars/pom.xml
-	rm -rf .cache/platform-jars && mkdir -p .cache/platform-jars
-	mvn -B -q -f tools/platform-jars/pom.xml dependency:copy -DoutputDirectory=$(CURDIR)/.cache/platform-jars
+	rm -rf .cache/platform-jars .cache/platform-jars-m2 && mkdir -p .cache/platform-jars
+	mvn -B -q -f tools/platform-jars/pom.xml -Dmaven.repo.local=$(CURDIR)/.cache/platform-jars-m2 dependency:copy \
+	  -DoutputDirectory=$(CURDIR)/.cache/platform-jars
+	rm -rf .cache/platform-jars-m2
 	touch $@
 
 # sbt's bundlePython copies the KPL bundle and every line's jar into the Python package (the wheel
@@ -138,13 +142,18 @@ $(LINES_DIR)/pyspark-%/.stamp: requirements-test.txt python/pyproject.toml testk
 
 # Not part of `make test` (.ci/run runs it after): every line's jar on each release of LINES_PYSPARK. Both of a line's
 # bounds: an API the `4` line uses from a newer Spark than 4.0 fails here, not on Databricks 17. The JVMs compile with
-# C1 and map no class archive (one per release would cost more than it saves).
-test-lines: emulator jar $(foreach v,$(LINES_PYSPARK),$(LINES_DIR)/pyspark-$(v)/.stamp)
+# C1 and map no class archive (one per release would cost more than it saves). Each line's venv is made just before
+# its run; LINES_KEEP=0 (.ci/run's) removes it after, so one is on disk at a time, not six (0.6-0.7 GB each).
+LINES_KEEP ?= 1
+test-lines: emulator jar
 	mkdir -p .cache/reports
 	@status=0; for v in $(LINES_PYSPARK); do \
 	  echo "== line: pyspark $$v =="; \
-	  JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 $(LINES_DIR)/pyspark-$$v/bin/python -m pytest tests/test_readme.py -m lines \
-	    --junitxml=.cache/reports/junit-lines-$$v.xml $(PYTEST_ARGS) || status=1; \
+	  if $(MAKE) --no-print-directory $(LINES_DIR)/pyspark-$$v/.stamp; then \
+	    JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 $(LINES_DIR)/pyspark-$$v/bin/python -m pytest tests/test_readme.py \
+	      -m lines --junitxml=.cache/reports/junit-lines-$$v.xml $(PYTEST_ARGS) || status=1; \
+	  else status=1; fi; \
+	  [ "$(LINES_KEEP)" = 1 ] || rm -rf $(LINES_DIR)/pyspark-$$v; \
 	done; exit $$status
 
 # Scala unit tests of every line, and the jars (as `make jar`); the benchmarks' JVM sources compile too (nothing runs

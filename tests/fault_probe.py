@@ -2,11 +2,13 @@
 
 Run through tests/probe.py. Config: master, jars, input, checkpoint, stream, writer_options,
 fail_first_attempt_partitions (list), entry ("foreach", default, or "format"), and optionally upstream and latency_ms
-(the writer then reaches Kinesis through a fault front that delays every request by latency_ms, until the test releases
-the probe: its fault has landed, and what follows need not wait).
+(the writer then reaches Kinesis through a fault front that delays every request by latency_ms, so batches last, and
+once the first batch has committed holds every write request, until the test releases the probe: its fault has
+landed, and what follows need not wait).
 Says BATCH (its id) as batches commit; in local mode, once, INFLIGHT (the KPL's outstanding count) when records of a
-later batch are inside the KPL daemon (the KPL's own count, not the writer's: the writer holds records in its shard
-buffers before the daemon gets them); finally DONE (the totals) or FAILED (the query's exception; exit 3).
+later batch are inside the KPL daemon and the daemon's write of them waits at the front (the KPL's own count, not the
+writer's: the writer holds records in its shard buffers before the daemon gets them; and held at the front, they stay
+in flight until the test acts); finally DONE (the totals) or FAILED (the query's exception; exit 3).
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from spark_kinesis_testkit.faults import FaultFront
 def main() -> int:
     cfg = probe.config()
     with contextlib.ExitStack() as stack:
-        if cfg.get("latency_ms"):
+        if cfg.get("upstream"):
             front = stack.enter_context(FaultFront(cfg["upstream"]))
-            front.add_latency(cfg["latency_ms"])
+            front.add_latency(cfg.get("latency_ms", 0))
             cfg["writer_options"] = {**cfg["writer_options"], "endpoint": front.endpoint}
             return run(cfg, front)
         return run(cfg)
@@ -72,10 +74,13 @@ def run(cfg: dict[str, Any], front: FaultFront | None = None) -> int:
     inflight_told = False
     while q.isActive:
         if front is not None and probe.released():
+            front.release_writes()
             front.add_latency(0)
             front = None
         p = q.lastProgress
         if p is not None and p["batchId"] > seen:
+            if seen < 0 and front is not None:
+                front.hold_writes()  # later batches' writes wait at the front: in flight until the test acts
             seen = p["batchId"]
             probe.say("BATCH", seen)
         if local:
@@ -83,7 +88,8 @@ def run(cfg: dict[str, Any], front: FaultFront | None = None) -> int:
             outstanding = sum(p.in_flight_records for p in live)
             max_outstanding = max(max_outstanding, outstanding)
             in_daemon = sum(p.outstanding_records for p in live)
-            if seen >= 0 and in_daemon > 0 and not inflight_told:
+            waiting = front is not None and front.writes_waiting() > 0
+            if seen >= 0 and in_daemon > 0 and (front is None or waiting) and not inflight_told:
                 inflight_told = True  # a later batch is inside the daemon right now: a fault hits it mid-flight
                 probe.say("INFLIGHT", in_daemon)
         time.sleep(0.05)

@@ -96,9 +96,10 @@ def test_kpl_daemon_killed_mid_query(kinesis, stream, tmp_path, entry):
     write_input(tmp_path / "in", rows_for(range(n)), files=4)
     killed: list[int] = []
 
-    # Each request waits a second at a fault front, so the KPL daemon holds a batch's records when it is killed (the
-    # writer hands its aggregates over after a linger; without the delay the daemon may be empty at the kill). Once
-    # the kill has landed the test releases the probe, which drops the delay: the retries need none.
+    # Each request waits a second at a fault front, so batches last; after the first one the front holds every write
+    # until the kill has landed, so the KPL daemon provably has a batch's records in flight when it dies (a delay alone
+    # made that likely, not sure: under a loaded `make test` the kill once came after the delayed answers, and no task
+    # failed). Once the kill has landed the test releases the probe, which lets writes through without delay.
     cfg = scenario_cfg(
         kinesis, stream, tmp_path, entry=entry, upstream=f"http://127.0.0.1:{kinesis.plain_port}", latency_ms=1000
     )

@@ -156,6 +156,9 @@ class KinesisMock:
         if self._proc is not None:
             stop_process(self._proc, timeout_s=1.0)
         self._proc = None
+        if self._log_path is not None:  # read while it ran (log_tail); a stopped emulator's log is only disk
+            self._log_path.unlink(missing_ok=True)
+            self._log_path = None
 
     def __enter__(self) -> KinesisMock:
         return self.start()

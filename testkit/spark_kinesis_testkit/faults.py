@@ -9,6 +9,9 @@ request unchanged to the emulator's plain-HTTP port, and returns its answer, unl
   ``ListShards`` etc. changes how the KPL behaves) get HTTP 500, or (``mode="partial"``) a fraction
   of ``PutRecords`` records get a per-record ``InternalFailure``.
 * ``add_latency`` - a delay before each request is handled.
+* ``hold_writes`` - ``PutRecords`` and ``PutRecord`` wait at the front until ``release_writes`` (or the upstream
+  timeout): a producer provably has records in flight for as long as the test wants (``writes_waiting()`` says how many
+  requests wait), where a fixed latency only makes that likely.
 * ``outage`` - the port refuses connections, or accepts them and resets them without an answer.
 * ``set_distribution_strategy`` - a stream's ``RecordDistributionStrategy`` (Kinesis, September 2026), which
   neither emulator knows: ``DescribeStreamSummary`` answers report it (``USER_PARTITION_KEY`` unless set; the
@@ -199,6 +202,8 @@ class FaultFront:
         self._fail_fraction = 0.0
         self._fail_mode = "http500"
         self._latency_s = 0.0
+        self._writes_gate: asyncio.Event | None = None  # set while writes pass; None: never held
+        self._writes_waiting = 0
         self._signers: dict[str, int] = {}  # access key id of each signed request -> requests
         self._strategies: dict[str, str] = {}  # stream -> RecordDistributionStrategy (USER_PARTITION_KEY if absent)
         self._denied: set[str] = set()  # operations answered with AccessDeniedException
@@ -329,6 +334,29 @@ class FaultFront:
             self._latency_s = max(0.0, ms) / 1000.0
 
         self._call(apply)
+
+    def hold_writes(self) -> None:
+        """From now until ``release_writes``, each ``PutRecords`` and ``PutRecord`` waits at the front before it is
+        handled (at most the upstream timeout)."""
+
+        def apply() -> None:
+            if self._writes_gate is None or self._writes_gate.is_set():
+                self._writes_gate = asyncio.Event()
+
+        self._call(apply)
+
+    def release_writes(self) -> None:
+        """Writes held by ``hold_writes`` go on, and new ones pass."""
+
+        def apply() -> None:
+            if self._writes_gate is not None:
+                self._writes_gate.set()
+
+        self._call(apply)
+
+    def writes_waiting(self) -> int:
+        """Write requests waiting at the front right now (``hold_writes``)."""
+        return self._call(lambda: self._writes_waiting)
 
     def outage(self, seconds: float, mode: str = "refuse") -> None:
         """Start an outage of ``seconds`` and return at once (the front ends it by itself).
@@ -477,6 +505,15 @@ class FaultFront:
             await asyncio.sleep(self._latency_s)
         target = request.headers.get("X-Amz-Target", "")
         op = target[len(_TARGET_PREFIX) :] if target.startswith(_TARGET_PREFIX) else ""
+        gate = self._writes_gate
+        if gate is not None and not gate.is_set() and op in ("PutRecords", "PutRecord"):
+            self._writes_waiting += 1
+            try:
+                await asyncio.wait_for(gate.wait(), self._upstream_timeout_s)
+            except asyncio.TimeoutError:
+                pass  # held past the upstream timeout: handled as if released (the caller gave up long before)
+            finally:
+                self._writes_waiting -= 1
         if op in self._denied and self._denied_key in (None, key_id):
             self._stats["denied"] += 1
             return _error(400, self._denied_code, _REFUSALS[self._denied_code].format(op=op))
