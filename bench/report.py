@@ -26,7 +26,19 @@ DOC = ROOT / "docs" / "benchmarks.md"
 # KPL loop runs between its repetitions); BENCH_SKIP=overhead leaves overhead.json as it was.
 #: The sides the cost part bills (bench/run.py), each a pair of fields on make bench's line.
 COST_SIDES = ("writer", "writer_kpl", "sink", "boto3", "boto3_agg")
-PARTS = ("throughput", "overhead", "cost", "tuning", "backpressure", "large", "scale", "jmh", "realtime", "dedupe")
+PARTS = (
+    "throughput",
+    "overhead",
+    "cost",
+    "tuning",
+    "backpressure",
+    "large",
+    "scale",
+    "jmh",
+    "realtime",
+    "dedupe",
+    "fleet",
+)
 VARIANTS = {
     "writer": "`foreach(KinesisWriter)`, the default (`aggregation='writer'`)",
     "writer_kpl": "the same, `aggregation='kpl'`",
@@ -215,6 +227,10 @@ def _cost(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
     return result.get("cost") or None
 
 
+def _fleet(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
+    return result.get("fleet") or None
+
+
 def _large(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
     lg = result.get("large")
     if not lg:
@@ -245,6 +261,7 @@ COMPACT = {
     "jmh": _jmh,
     "realtime": _realtime,
     "dedupe": _dedupe,
+    "fleet": _fleet,
 }
 
 
@@ -472,6 +489,32 @@ def render_cost(p: dict[str, Any]) -> str:
     )
     out += _table(["side", *(f"{SIZES[s]}: units (× floor); records; on-demand KiB" for s in sizes)], rows)
     return out + f"\nThe floor, PUT payload units per million: {floors}.\n"
+
+
+def render_fleet(p: dict[str, Any]) -> str:
+    cfg = p["config"]
+    out = _head(
+        p,
+        f"E executor JVMs, each running the writer's own reading code (its SDK client and `StreamLayouts`), write "
+        f"{cfg['streams']} streams (a query each); every (executor, stream)'s first record comes within "
+        f"{cfg['start_ms'] / 1000:g} s, against the fault front's control-plane limits (20 `DescribeStreamSummary` a "
+        "second for the account, 1,000 `ListShards` a second per stream). Until its layout is read, a pair's records "
+        "go alone. The KPL daemons' own reads are not simulated.",
+    )
+    rows = [
+        [
+            f"{r['executors']:,}",
+            f"{r['pairs']:,}",
+            f"{r['calls']:,}",
+            f"{r['throttles']:,}",
+            f"{r['alone_s_p50']:.1f} / {r['alone_s_p99']:.1f} / {r['alone_s_max']:.1f}",
+            f"{r['wall_s']:.0f}",
+        ]
+        for r in p["runs"]
+    ]
+    return out + _table(
+        ["executors", "(executor, stream) pairs", "calls", "throttled", "records alone, s: p50 / p99 / max", "s"], rows
+    )
 
 
 def render_overhead(p: dict[str, Any]) -> str:
@@ -773,6 +816,7 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "jmh": render_jmh,
     "realtime": render_realtime,
     "dedupe": render_dedupe,
+    "fleet": render_fleet,
 }
 
 

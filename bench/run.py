@@ -100,7 +100,9 @@ ROWS_1K = int(os.environ.get("BENCH_ROWS_1K", "200000"))  # 1 KiB: the two aggre
 BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
 # The throughput part's sides (a before/after comparison of one side needs it and noop only).
 SIDES = os.environ.get("BENCH_SIDES", "writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop").split(",")
-PARTS = os.environ.get("BENCH_PARTS", "throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe").split(",")
+PARTS = os.environ.get(
+    "BENCH_PARTS", "throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe,fleet"
+).split(",")
 # What a record costs as AWS bills it: per payload the rows each side (report.COST_SIDES) writes once; the shards.
 COST_ROWS = {
     100: int(os.environ.get("BENCH_COST_ROWS", "1000000")),
@@ -108,6 +110,11 @@ COST_ROWS = {
     10240: int(os.environ.get("BENCH_COST_ROWS_10K", "50000")),
 }
 COST_SHARDS = 4
+# The fleet simulation: executor JVMs (each its writer's reading code, bench/jvm FleetSim) writing FLEET_STREAMS
+# streams (a query each), every first record within FLEET_START_MS, against Kinesis' control-plane limits.
+FLEET_EXECUTORS = [int(x) for x in os.environ.get("BENCH_FLEET_EXECUTORS", "10,50,100").split(",")]
+FLEET_STREAMS = int(os.environ.get("BENCH_FLEET_STREAMS", "20"))
+FLEET_START_MS = 1000
 # Skip on replay's cost: format("kinesis") with and without dedupe_location, per payload the rows of one run.
 DEDUPE_ROWS = {
     100: int(os.environ.get("BENCH_DEDUPE_ROWS", "1000000")),
@@ -600,6 +607,50 @@ def cost(result: dict[str, Any]) -> None:
     result["cost"] = {"config": config, "runs": runs, "summary": summary}
 
 
+# -- control-plane calls of a fleet ----------------------------------------------------------------------------------
+def fleet(result: dict[str, Any]) -> None:
+    """The writer's reading code for E executor JVMs and FLEET_STREAMS streams (bench/jvm FleetSim), every first record
+    within a second, behind the fault front's control-plane limits (20 DescribeStreamSummary a second for the account,
+    1,000 ListShards a second per stream): calls, throttles, and how long each (executor, stream) went without a layout
+    (its records alone meanwhile). The KPL daemons' own reads (one DescribeStreamSummary and one ListShards each) are
+    not simulated; the driver's check is not either (one call per query start)."""
+    from spark_kinesis import KinesisWriter
+
+    classpath = bench_classpath()
+    streams = [f"fleet-{i}" for i in range(FLEET_STREAMS)]
+    runs = []
+    with backends.Kinesalite(tls=False) as b, FaultFront(b.url) as front:
+        for name in streams:
+            b.create_stream(name, 4)
+        options = KinesisWriter(stream_name=streams[0], **loopback_writer_options(front.endpoint))._java_options()
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(options, f)
+        try:
+            for executors in FLEET_EXECUTORS:
+                front.limit_control_plane()  # a fresh bucket: the account's 20 a second, each stream's 1,000
+                before = front.stats()["control_plane_throttled"], sum(front.control_plane_calls().values())
+                cmd = ["java", "-Xmx4g", "-cp", classpath, "io.github.sparkkinesis.bench.FleetSim"]
+                cmd += ["--options-file", f.name, "--executors", str(executors), "--streams", ",".join(streams)]
+                cmd += ["--start-ms", str(FLEET_START_MS), "--poll-ms", "50"]
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+                if out.returncode != 0:
+                    raise RuntimeError(f"FleetSim failed ({out.returncode}): {out.stderr[-3000:]}{out.stdout[-2000:]}")
+                r = dict(json.loads(out.stdout.strip().splitlines()[-1]))
+                # The front's own count of the same calls: the writer's metric (FleetSim's total) must match it.
+                r["front_throttled"] = front.stats()["control_plane_throttled"] - before[0]
+                r["front_calls"] = sum(front.control_plane_calls().values()) - before[1]
+                say(
+                    f"  fleet {executors:4d} executors x {FLEET_STREAMS} streams: {r['calls']:,} calls, "
+                    f"{r['throttles']:,} throttled, layouts after p50 {r['alone_s_p50']} s / "
+                    f"p99 {r['alone_s_p99']} s / max {r['alone_s_max']} s"
+                )
+                runs.append(r)
+        finally:
+            os.unlink(f.name)
+    config = {"executors": FLEET_EXECUTORS, "streams": FLEET_STREAMS, "start_ms": FLEET_START_MS}
+    result["fleet"] = {"config": config, "runs": runs}
+
+
 # -- skip on replay's cost -----------------------------------------------------------------------
 def dedupe(result: dict[str, Any]) -> None:
     """The sink with and without ``dedupe_location`` (a first attempt: every confirmed record fingerprinted and
@@ -856,6 +907,8 @@ def main() -> int:
             jmh(result)
         if "dedupe" in PARTS:
             dedupe(result)
+        if "fleet" in PARTS:
+            fleet(result)
         if "realtime" in PARTS:
             with tempfile.TemporaryDirectory(prefix="bench-rt-") as tmp:
                 realtime(result, Path(tmp) / "realtime.json")

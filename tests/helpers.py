@@ -261,3 +261,18 @@ def read_only(where: Path) -> Any:
         return mounted("read-only", "ro", where)
     where.mkdir(mode=0o555)
     return contextlib.nullcontext(where)
+
+
+def csv_last(metrics_dir: Path, stream: str, metric: str, executor: str = "*") -> dict[str, float]:
+    """Last value per executor id of `kinesisProducer.<stream>.<metric>` in a CsvSink directory."""
+    out: dict[str, float] = {}
+    for f in metrics_dir.glob(f"*.{executor}.kinesisProducer.{stream}.{metric}.csv"):
+        rows = [r for r in f.read_text().splitlines()[1:] if r]
+        if rows:
+            executor_id = f.name.split(".kinesisProducer.")[0].rsplit(".", 1)[-1]
+            out[executor_id] = float(rows[-1].split(",")[1])
+    return out
+
+
+def csv_total(metrics_dir: Path, stream: str, metric: str) -> float:
+    return sum(csv_last(metrics_dir, stream, metric).values())

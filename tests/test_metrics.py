@@ -8,28 +8,24 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import account, payload, read_only, rows_for, run_available_now, session_jars, wait_for, write_input
+from helpers import (
+    account,
+    csv_last,
+    csv_total,
+    payload,
+    read_only,
+    rows_for,
+    run_available_now,
+    session_jars,
+    wait_for,
+    write_input,
+)
 from probe import Probe
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
 from spark_kinesis_testkit.faults import FaultFront
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def csv_last(metrics_dir: Path, stream: str, metric: str, executor: str = "*") -> dict[str, float]:
-    """Last value per executor id of `kinesisProducer.<stream>.<metric>` in a CsvSink directory."""
-    out: dict[str, float] = {}
-    for f in metrics_dir.glob(f"*.{executor}.kinesisProducer.{stream}.{metric}.csv"):
-        rows = [r for r in f.read_text().splitlines()[1:] if r]
-        if rows:
-            executor_id = f.name.split(".kinesisProducer.")[0].rsplit(".", 1)[-1]
-            out[executor_id] = float(rows[-1].split(",")[1])
-    return out
-
-
-def csv_total(metrics_dir: Path, stream: str, metric: str) -> float:
-    return sum(csv_last(metrics_dir, stream, metric).values())
 
 
 @pytest.mark.e2e

@@ -27,6 +27,11 @@ request unchanged to the emulator's plain-HTTP port, and returns its answer, unl
   by the old map land in the new shards on purpose (the race of a reshard with a producer's map, which otherwise
   depends on timing). Writes of a held stream are counted (``stats()["held_records"]``, Kinesis records; per stream,
   ``held_user_records(stream)``, the user records they carry).
+* ``limit_control_plane`` - Kinesis' control-plane limits: ``DescribeStreamSummary`` 20 a second per account (every
+  request the front sees is one account's) and ``ListShards`` 1,000 a second per stream, or lower; a call over its limit
+  is answered ``LimitExceededException`` and not forwarded (``stats()["control_plane_throttled"]``). The calls are
+  counted whether or not limits are on, by operation and caller (``control_plane_calls()``: ``kpl`` for the KPL daemon,
+  ``sdk`` for an AWS SDK for Java client, the writer's and the driver's; ``other`` for the rest, boto3's).
 * Record size limits (always on): kinesis-mock 0.6.2 keeps each stream's ``MaxRecordSizeInKiB`` (``UpdateMaxRecordSize``
   sets it, records up to 10 MiB are stored) but leaves it out of ``DescribeStreamSummary`` until it was set, counts
   only the data, and refuses a record per entry with ``InvalidArgumentException``. The front answers as Kinesis does:
@@ -85,6 +90,8 @@ _HOP_BY_HOP = frozenset(
 )
 _ACCOUNT = "000000000000"  # kinesis-mock's account id
 _STRATEGIES = ("USER_PARTITION_KEY", "AUTO")
+_CONTROL_PLANE = ("DescribeStreamSummary", "ListShards")
+
 _DEFAULT_RECORD_KIB = 1024  # a stream's MaxRecordSizeInKiB unless raised
 _BURST_BYTES = 10 * 1024 * 1024  # a shard's large-record burst: one record of the largest size
 # A write body shorter than this (base64 makes 4 bytes of 3) holds no record over the smallest limit: not parsed.
@@ -94,6 +101,13 @@ _REFUSALS = {
     "AccessDeniedException": "not authorized to perform: kinesis:{op}",
     "UnrecognizedClientException": "The security token included in the request is invalid.",
 }
+
+
+def _caller(user_agent: str) -> str:
+    """Who sent a request, by its User-Agent: the KPL daemon, an AWS SDK for Java client, or another."""
+    if "KinesisProducerLibrary" in user_agent:
+        return "kpl"
+    return "sdk" if "aws-sdk-java" in user_agent else "other"
 
 
 @dataclass
@@ -130,6 +144,26 @@ class _Bucket:
             return False
         self.records -= 1
         self.bytes -= nbytes
+        return True
+
+
+@dataclass
+class _Rate:
+    """Calls a second, holding at most one second of them (Kinesis' control-plane limits)."""
+
+    per_s: float
+    tokens: float = 0.0
+    stamp: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.tokens = self.per_s
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(self.per_s, self.tokens + (now - self.stamp) * self.per_s)
+        self.stamp = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
         return True
 
 
@@ -204,6 +238,10 @@ class FaultFront:
         self._latency_s = 0.0
         self._writes_gate: asyncio.Event | None = None  # set while writes pass; None: never held
         self._writes_waiting = 0
+        self._control_limits: tuple[float | None, float | None] = (None, None)  # DescribeStreamSummary, ListShards /s
+        self._control_rates: dict[str, _Rate] = {}  # "" for the account's DescribeStreamSummary, else a stream's
+        self._control_calls: dict[str, int] = {}  # "<operation>/<caller>" -> calls
+        self._control_throttled: dict[str, int] = {}  # "<operation>/<caller>" -> calls answered LimitExceededException
         self._signers: dict[str, int] = {}  # access key id of each signed request -> requests
         self._strategies: dict[str, str] = {}  # stream -> RecordDistributionStrategy (USER_PARTITION_KEY if absent)
         self._denied: set[str] = set()  # operations answered with AccessDeniedException
@@ -233,6 +271,7 @@ class FaultFront:
                 "held_listings",  # ListShards answered from before a hold
                 "held_records",  # records written to a stream while its shard maps were held
                 "denied",  # requests answered with AccessDeniedException (``deny``)
+                "control_plane_throttled",  # control-plane calls answered LimitExceededException
             ),
             0,
         )
@@ -357,6 +396,23 @@ class FaultFront:
     def writes_waiting(self) -> int:
         """Write requests waiting at the front right now (``hold_writes``)."""
         return self._call(lambda: self._writes_waiting)
+
+    def limit_control_plane(
+        self, describe_per_s: float | None = 20.0, list_shards_per_s: float | None = 1000.0
+    ) -> None:
+        """From now on, ``DescribeStreamSummary`` calls over ``describe_per_s`` (per account) and ``ListShards`` calls
+        of a stream over ``list_shards_per_s`` are answered ``LimitExceededException``; ``None``: no limit."""
+
+        def apply() -> None:
+            self._control_limits = (describe_per_s, list_shards_per_s)
+            self._control_rates = {}
+
+        self._call(apply)
+
+    def control_plane_calls(self, throttled: bool = False) -> dict[str, int]:
+        """Control-plane calls so far by ``"<operation>/<caller>"`` (``kpl``, ``sdk``, ``other``), throttled or not;
+        with ``throttled``, only those answered ``LimitExceededException``."""
+        return self._call(lambda: dict(self._control_throttled if throttled else self._control_calls))
 
     def outage(self, seconds: float, mode: str = "refuse") -> None:
         """Start an outage of ``seconds`` and return at once (the front ends it by itself).
@@ -517,6 +573,13 @@ class FaultFront:
         if op in self._denied and self._denied_key in (None, key_id):
             self._stats["denied"] += 1
             return _error(400, self._denied_code, _REFUSALS[self._denied_code].format(op=op))
+        if op in _CONTROL_PLANE:
+            key = f"{op}/{_caller(request.headers.get('User-Agent', ''))}"
+            self._control_calls[key] = self._control_calls.get(key, 0) + 1
+            if not self._control_admitted(op, request, body):
+                self._stats["control_plane_throttled"] += 1
+                self._control_throttled[key] = self._control_throttled.get(key, 0) + 1
+                return _error(400, "LimitExceededException", f"Rate exceeded for {op} under this account.")
         if op == "DescribeStreamSummary":
             return await self._describe_stream_summary(request, body)
         if op == "UpdateStreamRecordDistributionStrategy":
@@ -548,6 +611,21 @@ class FaultFront:
         if op == "PutRecord" and self._limits:
             return await self._put_record(request, body)
         return await self._forward(request, body)
+
+    def _control_admitted(self, op: str, request: web.Request, body: bytes) -> bool:
+        describe, list_shards = self._control_limits
+        limit = describe if op == "DescribeStreamSummary" else list_shards
+        if limit is None:
+            return True
+        scope = ""  # the account's
+        if op == "ListShards":
+            try:
+                parsed = cbor2.loads(body) if "cbor" in request.headers.get("Content-Type", "") else _json(body)
+            except (ValueError, cbor2.CBORDecodeError):
+                parsed = {}
+            scope = "stream:" + _stream_name(parsed if isinstance(parsed, dict) else {})
+        rate = self._control_rates.setdefault(scope, _Rate(limit))
+        return rate.take(time.monotonic())
 
     async def _describe_stream_summary(self, request: web.Request, body: bytes) -> web.Response:
         """The emulator's answer, with the stream's RecordDistributionStrategy (which it does not know)."""

@@ -26,8 +26,10 @@ private[sparkkinesis] trait ProducerClient {
     */
   def failInFlight(stream: String, error: Throwable): Unit = ()
 
-  /** Reads stream layouts with this producer's endpoint, region and credentials (for aggregation in the writer). */
-  def streamMetadata(): StreamMetadata
+  /** Reads stream layouts with this producer's endpoint, region and credentials (for aggregation in the writer), each
+    * call counted in `calls`.
+    */
+  def streamMetadata(calls: ControlPlaneCalls): StreamMetadata
 }
 
 /** The real KPL: one native daemon. */
@@ -40,7 +42,8 @@ private[sparkkinesis] final class KplProducerClient(config: ProducerConfig) exte
   def outstandingRecords: Long = kpl.getOutstandingRecordsCount.toLong
   def flush(): Unit = kpl.flush()
   def destroy(): Unit = kpl.destroy()
-  def streamMetadata(): StreamMetadata = new SdkStreamMetadata(config, credentials)
+  def streamMetadata(calls: ControlPlaneCalls): StreamMetadata =
+    new SdkStreamMetadata(config, credentials, calls = calls)
 
   override def permanentErrors(): Seq[(String, String)] =
     kpl

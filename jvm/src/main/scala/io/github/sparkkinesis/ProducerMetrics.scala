@@ -26,6 +26,8 @@ private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long
   val pacedAggregates: Counter = registry.counter("pacedAggregates")
   val resentRecords: Counter = registry.counter("resentRecords")
   val rateShareDecreases: Counter = registry.counter("rateShareDecreases")
+  val controlPlane =
+    new ControlPlaneCalls(registry.counter("controlPlaneCalls"), registry.counter("controlPlaneThrottles"))
   // The KPL's own outstanding count (Kinesis records: aggregates count once) also holds the pool's pending getMetrics
   // request, so it can read one higher; the bound's counts are what queue_limit and max_outstanding_bytes limit.
   registry.register("outstandingRecordsCount", gauge(outstandingRecords()))

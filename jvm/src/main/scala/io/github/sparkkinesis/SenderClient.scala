@@ -92,7 +92,7 @@ private[sparkkinesis] final class SenderClient(underlying: ProducerClient) exten
     val mine = unanswered.get(stream)
     if (mine != null) mine.forEach(f => f.setException(error))
   }
-  def streamMetadata(): StreamMetadata = underlying.streamMetadata()
+  def streamMetadata(calls: ControlPlaneCalls): StreamMetadata = underlying.streamMetadata(calls)
 
   private def failQueued(): Unit = {
     var op = queue.poll()

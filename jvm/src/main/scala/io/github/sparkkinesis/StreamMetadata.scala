@@ -23,7 +23,7 @@ import io.github.sparkkinesis.shaded.awssdk.services.kinesis.model.{
 }
 import io.github.sparkkinesis.shaded.awssdk.utils.AttributeMap
 
-import io.github.sparkkinesis.aggregation.{ShardMap, ShardRange, StreamLayout, StreamMetadata}
+import io.github.sparkkinesis.aggregation.{ShardMap, ShardRange, StreamLayout, StreamMetadata, ThrottledRead}
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** `ListShards` (paged) and `DescribeStreamSummary` through the AWS SDK's Kinesis client, with the writer's endpoint,
@@ -34,9 +34,11 @@ import io.github.sparkkinesis.compat.CollectionConverters._
 private[sparkkinesis] final class SdkStreamMetadata(
     config: ProducerConfig,
     credentials: AwsCredentialsProvider,
-    callTimeout: Option[Duration] = None
+    callTimeout: Option[Duration] = None,
+    calls: ControlPlaneCalls = ControlPlaneCalls.uncounted
 ) extends StreamMetadata {
   import SdkStreamMetadata._
+  import ControlPlaneCalls.ThrottleCode
 
   private val c = config.kpc // the settings the daemon gets, with the KPL's defaults
   private[sparkkinesis] val trust: Trust = Trust.of(c)
@@ -68,7 +70,10 @@ private[sparkkinesis] final class SdkStreamMetadata(
         )
       )
       .overrideConfiguration {
-        val o = ClientOverrideConfiguration.builder().apiCallAttemptTimeout(Duration.ofMillis(c.getRequestTimeout))
+        val o = ClientOverrideConfiguration
+          .builder()
+          .apiCallAttemptTimeout(Duration.ofMillis(c.getRequestTimeout))
+          .addExecutionInterceptor(calls.interceptor)
         callTimeout.foreach(o.apiCallTimeout)
         o.build()
       }
@@ -83,6 +88,9 @@ private[sparkkinesis] final class SdkStreamMetadata(
       val (auto, maxRecordBytes) = summary(stream)
       StreamLayout(auto, shardMap(stream), maxRecordBytes)
     } catch {
+      case e: KinesisException if e.awsErrorDetails() != null && e.awsErrorDetails().errorCode() == ThrottleCode =>
+        calls.throttles.inc()
+        throw new ThrottledRead(s"${e.awsErrorDetails().errorMessage()} ($ThrottleCode)", e)
       case e: SdkClientException if e.getMessage != null && e.getMessage.startsWith("Unable to unmarshall") =>
         throw new IllegalStateException(
           s"${e.getMessage.takeWhile(_ != '(').trim}: the endpoint's answer could not be parsed. The SDK reads " +

@@ -18,7 +18,7 @@ private[sparkkinesis] object WriterAggregation {
   def apply(p: SharedProducer, scheduler: Scheduler): WriterAggregator =
     new WriterAggregator(
       sender(p),
-      p.client.streamMetadata(),
+      p.client.streamMetadata(p.metrics.controlPlane),
       AggregationSettings.of(p.config.kpc, p.config.gatherMs),
       metrics(p.metrics),
       warnings,
@@ -30,7 +30,7 @@ private[sparkkinesis] object WriterAggregation {
   /** The stream limits of producer `p` when its writers do not aggregate, on the JVM's clock. */
   def limits(p: SharedProducer): StreamLimits =
     new StreamLimits(
-      p.client.streamMetadata(),
+      p.client.streamMetadata(p.metrics.controlPlane),
       AggregationSettings.of(p.config.kpc, p.config.gatherMs),
       Clock.system,
       warnings,

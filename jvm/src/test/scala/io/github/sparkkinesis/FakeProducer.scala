@@ -35,7 +35,7 @@ class FakeProducer extends ProducerClient {
 
   /** What the writer's own aggregation reads: one stream of `shards` equal shards unless a test sets another. */
   @volatile var metadata: StreamMetadata = new FakeMetadata(FakeMetadata.even(2))
-  def streamMetadata(): StreamMetadata = metadata
+  def streamMetadata(calls: ControlPlaneCalls): StreamMetadata = metadata
 
   /** Completes every outstanding record in the shard of `layout` that holds its hash key. */
   def succeedAllIn(layout: StreamLayout): Unit = succeedAll { r =>

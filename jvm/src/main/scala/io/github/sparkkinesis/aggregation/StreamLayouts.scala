@@ -1,6 +1,6 @@
 package io.github.sparkkinesis.aggregation
 
-import java.util.concurrent.{ConcurrentHashMap, Executor}
+import java.util.concurrent.{ConcurrentHashMap, Executor, ThreadLocalRandom}
 import java.util.concurrent.atomic.AtomicBoolean
 
 import org.slf4j.LoggerFactory
@@ -32,6 +32,12 @@ private[sparkkinesis] trait StreamMetadata {
   def close(): Unit = ()
 }
 
+/** A layout read Kinesis refused for the account's or the stream's control-plane rate (`LimitExceededException`): never
+  * a write's error; the reader tries again after a jittered backoff, the stream's records going alone meanwhile.
+  */
+private[sparkkinesis] final class ThrottledRead(message: String, cause: Throwable)
+    extends RuntimeException(message, cause)
+
 /** A stream as the aggregator knows it: its layout (null until first read, or while it cannot be read) and one buffer
   * per open shard of that layout.
   */
@@ -56,8 +62,9 @@ private[sparkkinesis] final class StreamState(val name: String) {
 
 /** The layouts of the streams written, read on a stream's first record (on the writer's thread), read again in
   * `background` every `DescribeStreamSummaryIntervalMs` (the strategy may change either way, and a reshard shows there
-  * too) or when a record's key lies in no shard of the map; after a failed read, again after a backoff. A new layout
-  * gets new buffers; the old ones are handed to `replaced`, to be sealed and sent.
+  * too) or when a record's key lies in no shard of the map; after a failed read, again after a backoff, jittered (a
+  * fleet of executors throttled together must not retry together). A new layout gets new buffers; the old ones are
+  * handed to `replaced`, to be sealed and sent. `jitter` draws from [0, 1).
   */
 private[sparkkinesis] final class StreamLayouts(
     metadata: StreamMetadata,
@@ -65,7 +72,8 @@ private[sparkkinesis] final class StreamLayouts(
     clock: Clock,
     background: Executor,
     warnings: Warnings,
-    replaced: Array[ShardBuffer] => Unit
+    replaced: Array[ShardBuffer] => Unit,
+    jitter: () => Double = () => ThreadLocalRandom.current().nextDouble()
 ) {
   import StreamLayouts._
 
@@ -135,18 +143,29 @@ private[sparkkinesis] final class StreamLayouts(
       s.backoffMs = FirstBackoffMs
     } catch {
       case scala.util.control.NonFatal(e) =>
-        s.retryAtNanos = clock.nanoTime() + s.backoffMs * 1000000L
+        val waitMs = jittered(s.backoffMs)
+        s.retryAtNanos = clock.nanoTime() + waitMs * 1000000L
         s.checkedAtNanos = clock.nanoTime()
+        val why = e match {
+          case t: ThrottledRead =>
+            s"Kinesis throttled it: ${t.getMessage}. The account's control-plane calls are over their limits " +
+              "(docs/configuration.md, Large fleets)."
+          case _ =>
+            s"${e.getClass.getSimpleName}: ${e.getMessage}. The writer's credentials need kinesis:ListShards and " +
+              "kinesis:DescribeStreamSummary (docs/configuration.md, IAM)."
+        }
         warnings.warn(
           log,
           s"shard-map-${s.name}",
-          s"Reading the shards of stream ${s.name} failed (${e.getClass.getSimpleName}: ${e.getMessage}); its " +
-            s"records go to the KPL one by one until it succeeds (next try in ${s.backoffMs} ms). The writer's " +
-            "credentials need kinesis:ListShards and kinesis:DescribeStreamSummary (docs/configuration.md, IAM)."
+          s"Reading the shards of stream ${s.name} failed; its records go to the KPL one by one until it succeeds " +
+            s"(next try in $waitMs ms). $why"
         )
         s.backoffMs = math.min(MaxBackoffMs, s.backoffMs * 3 / 2)
     }
   }
+
+  /** Half of `backoffMs` and up to as much again at random ("equal jitter"): never less than half the backoff. */
+  private def jittered(backoffMs: Long): Long = backoffMs / 2 + (jitter() * (backoffMs / 2)).toLong
 
   def close(): Unit =
     try metadata.close()

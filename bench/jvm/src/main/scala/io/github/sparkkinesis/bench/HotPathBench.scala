@@ -49,7 +49,7 @@ final class BatchCompletingProducer(batch: Int) extends ProducerClient {
   def destroy(): Unit = completeAll()
 
   /** One shard holding every hash key, the one `result` names: no aggregate is misplaced. */
-  def streamMetadata(): StreamMetadata = new StreamMetadata {
+  def streamMetadata(calls: ControlPlaneCalls): StreamMetadata = new StreamMetadata {
     private val all = ShardRange(
       result.getShardId,
       java.math.BigInteger.ZERO,

@@ -1,0 +1,76 @@
+package io.github.sparkkinesis.aggregation
+
+import java.math.BigInteger
+import java.util.concurrent.Executor
+
+import scala.collection.mutable
+
+import org.scalatest.funsuite.AnyFunSuite
+import org.slf4j.Logger
+
+import io.github.sparkkinesis.FakeClock
+
+class StreamLayoutsSuite extends AnyFunSuite {
+
+  private val settings = AggregationSettings(51200, Long.MaxValue, 100, 60000, rateLimit = 100)
+  private val whole = StreamLayout(
+    auto = false,
+    ShardMap(Seq(ShardRange("s0", BigInteger.ZERO, BigInteger.ONE.shiftLeft(128).subtract(BigInteger.ONE))))
+  )
+
+  /** Answers with `throttles` throttled reads, then the layout; counts the reads. */
+  private final class Throttling(var throttles: Int) extends StreamMetadata {
+    var reads = 0
+    def layout(stream: String): StreamLayout = {
+      reads += 1
+      if (throttles > 0) {
+        throttles -= 1
+        throw new ThrottledRead("Rate exceeded for DescribeStreamSummary (LimitExceededException)", null)
+      }
+      whole
+    }
+  }
+
+  private final class Said extends Warnings {
+    val messages = mutable.Buffer[String]()
+    def warn(log: Logger, key: String, message: String): Unit = messages += message
+  }
+
+  private val inline: Executor = (r: Runnable) => r.run()
+
+  private def layouts(metadata: StreamMetadata, clock: Clock, said: Warnings, jitter: Double) =
+    new StreamLayouts(metadata, settings, clock, inline, said, _ => (), () => jitter)
+
+  test("a throttled read waits half its backoff and up to as much again, then reads; it names the limit, not IAM") {
+    for ((jitter, waitMs) <- Seq(0.0 -> 500L, 0.5 -> 750L, 0.999 -> 999L)) {
+      val clock = new FakeClock
+      val metadata = new Throttling(1)
+      val said = new Said
+      val l = layouts(metadata, clock, said, jitter)
+      assert(l("s").layout == null && metadata.reads == 1, "throttled: no layout, its records go alone")
+      clock.advanceMs(waitMs - 1)
+      assert(l("s").layout == null && metadata.reads == 1, s"jitter $jitter: no read before ${waitMs} ms")
+      clock.advanceMs(1)
+      assert(l("s").layout == whole && metadata.reads == 2, s"jitter $jitter: read again at ${waitMs} ms")
+      val warning = said.messages.mkString("\n")
+      assert(warning.contains("throttled") && warning.contains("Large fleets"), warning)
+      assert(warning.contains(s"next try in $waitMs ms") && !warning.contains("IAM"), warning)
+    }
+  }
+
+  test("each throttle in a row backs off half as long again, up to the cap, and the layout comes when one passes") {
+    val clock = new FakeClock
+    val metadata = new Throttling(20)
+    val l = layouts(metadata, clock, new Said, jitter = 0.0)
+    var backoff = StreamLayouts.FirstBackoffMs
+    l("s")
+    while (metadata.throttles > 0) {
+      clock.advanceMs(backoff / 2)
+      l("s")
+      backoff = math.min(StreamLayouts.MaxBackoffMs, backoff * 3 / 2)
+    }
+    clock.advanceMs(backoff / 2)
+    assert(l("s").layout == whole && metadata.reads == 21)
+    assert(backoff == StreamLayouts.MaxBackoffMs, "twenty throttles reach the cap")
+  }
+}

@@ -1,0 +1,52 @@
+"""The writer's control-plane calls (``DescribeStreamSummary``, ``ListShards``) as Kinesis counts them, in the
+producer's metrics, and what a throttled one does: ``LimitExceededException`` (the account's 20
+``DescribeStreamSummary`` a second, shared by every application in it) fails no write (docs/configuration.md, "Large
+fleets")."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import account, csv_total, payload, rows_for, run_available_now, wait_for, write_input
+from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit.emulator import read_stream
+from spark_kinesis_testkit.faults import FaultFront
+
+OPS = ("DescribeStreamSummary", "ListShards")
+
+
+@pytest.mark.e2e
+def test_control_plane_calls_are_counted_and_a_throttled_one_fails_no_write(
+    spark, kinesis, stream, tmp_path, metrics_dir
+):
+    n = 2_000
+    write_input(tmp_path / "in", rows_for(range(n)), files=2)
+    with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as front:
+        # Half a DescribeStreamSummary a second for the account: the writer's first read of the stream is throttled
+        # (the bucket holds half a call), and so is any read within two seconds of an admitted one (the KPL daemon's
+        # draws on it too). The driver's check is off: its client is the same SDK's, and counted nowhere.
+        front.limit_control_plane(describe_per_s=0.5, list_shards_per_s=None)
+        writer = KinesisWriter(
+            stream_name=stream, driver_check=False, **{**kinesis.writer_options(), "endpoint": front.endpoint}
+        )
+        run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
+        # Reads admitted from now on: once one has succeeded the writer reads again only after
+        # DescribeStreamSummaryIntervalMs, so the front's count and the metric (reported once a second) settle.
+        front.limit_control_plane(describe_per_s=None, list_shards_per_s=None)
+
+        def sdk_calls() -> int:
+            calls = front.control_plane_calls()
+            return sum(calls.get(f"{op}/sdk", 0) for op in OPS)
+
+        wait_for(
+            lambda: sdk_calls() > 0 and csv_total(metrics_dir, stream, "controlPlaneCalls") == sdk_calls(),
+            30,
+            "the producer's controlPlaneCalls to equal the SDK calls the front counted",
+        )
+        calls, throttled = front.control_plane_calls(), front.control_plane_calls(throttled=True)
+    print(f"\ncontrol-plane calls {calls}, throttled {throttled}")
+    assert throttled.get("DescribeStreamSummary/sdk", 0) >= 1, f"no read of the writer's was throttled: {throttled}"
+    assert csv_total(metrics_dir, stream, "controlPlaneThrottles") == sum(throttled.get(f"{op}/sdk", 0) for op in OPS)
+    assert writer.metrics()["recordsFailed"] == 0
+    read_back = account(range(n), read_stream(kinesis.client(), stream))
+    assert read_back.missing == [], f"{len(read_back.missing)} records missing"
+    assert all(r.data == payload(i) for i, r in read_back.by_id.items())
