@@ -39,6 +39,12 @@ def verify(
     return out
 
 
+def pct(xs: list[float], p: float) -> float:
+    """The ``p``-th percentile of ``xs``, nearest rank."""
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(p / 100 * len(s)))]
+
+
 def spread(xs: list[float]) -> dict[str, float]:
     """The median of ``xs`` with its range and count: how every ratio and figure of make bench is reported."""
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}

@@ -52,7 +52,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import backends  # noqa: E402
-from common import say  # noqa: E402
+from common import pct, say  # noqa: E402
 from spark_kinesis_testkit import procs  # noqa: E402
 from spark_kinesis_testkit.billing import Bill  # noqa: E402
 from spark_kinesis_testkit.emulator import loopback_session_builder, producer_snapshot, read_stream  # noqa: E402
@@ -75,11 +75,6 @@ QUEUE_LIMIT = 10000  # the writer's default
 PARTITIONS = 2
 SHARDS = 4
 LOG_APPEND = {"message.timestamp.type": "LogAppendTime"}
-
-
-def pct(xs: list[float], p: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(p / 100 * len(s)))]
 
 
 def produce_steadily(bootstrap: str, topic: str, rate: int, ids: range) -> None:

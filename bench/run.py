@@ -87,7 +87,7 @@ import perf_daemon  # noqa: E402
 import report  # noqa: E402
 import scale  # noqa: E402
 import tuning  # noqa: E402
-from common import WARM_START, say, spread, verify  # noqa: E402
+from common import WARM_START, pct, say, spread, verify  # noqa: E402
 from spark_kinesis_testkit.billing import Bill  # noqa: E402
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_writer_options, read_stream  # noqa: E402
 from spark_kinesis_testkit.faults import FaultFront  # noqa: E402
@@ -235,24 +235,31 @@ def bench_classpath() -> str:
     return (HERE / "jvm" / "target" / "classpath.txt").read_text().strip()
 
 
-def bare_loop(
-    classpath: str, options: dict[str, Any], rows: int, warmup: int, payload: int, jfr: str | None = None
+def jvm_main(
+    classpath: str, main: str, options: dict[str, Any], args: list[str], jvm: list[str] | None = None
 ) -> dict[str, Any]:
+    """Runs bench/jvm's ``main`` with the writer's ``options`` (a file of the map the Python facade hands the JVM,
+    ``--options-file``) and ``args``; its last stdout line, a JSON object."""
     from spark_kinesis import KinesisWriter
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(KinesisWriter(**options)._java_options(), f)  # the map the facade hands the JVM
+        json.dump(KinesisWriter(**options)._java_options(), f)
     try:
-        cmd = ["java", "-Xmx2g", *([f"-XX:StartFlightRecording=settings=profile,filename={jfr}"] if jfr else [])]
-        cmd += ["-cp", classpath, "io.github.sparkkinesis.bench.BareKplLoop"]
-        cmd += ["--options-file", f.name, "--records", str(rows), "--warmup", str(warmup)]
-        cmd += ["--payload-bytes", str(payload)]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        cmd = ["java", *(jvm or []), "-cp", classpath, f"io.github.sparkkinesis.bench.{main}", "--options-file", f.name]
+        out = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=1800)
     finally:
         os.unlink(f.name)
     if out.returncode != 0:
-        raise RuntimeError(f"BareKplLoop failed ({out.returncode}): {out.stderr[-3000:]}{out.stdout[-2000:]}")
+        raise RuntimeError(f"{main} failed ({out.returncode}): {out.stderr[-3000:]}{out.stdout[-2000:]}")
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def bare_loop(
+    classpath: str, options: dict[str, Any], rows: int, warmup: int, payload: int, jfr: str | None = None
+) -> dict[str, Any]:
+    jvm = ["-Xmx2g", *([f"-XX:StartFlightRecording=settings=profile,filename={jfr}"] if jfr else [])]
+    args = ["--records", str(rows), "--warmup", str(warmup), "--payload-bytes", str(payload)]
+    return jvm_main(classpath, "BareKplLoop", options, args, jvm)
 
 
 # -- part 1 + 2: throughput vs boto3, overhead vs a bare KPL loop ------------------------------
@@ -614,39 +621,30 @@ def fleet(result: dict[str, Any]) -> None:
     1,000 ListShards a second per stream): calls, throttles, and how long each (executor, stream) went without a layout
     (its records alone meanwhile). The KPL daemons' own reads (one DescribeStreamSummary and one ListShards each) are
     not simulated; the driver's check is not either (one call per query start)."""
-    from spark_kinesis import KinesisWriter
-
     classpath = bench_classpath()
     streams = [f"fleet-{i}" for i in range(FLEET_STREAMS)]
     runs = []
     with backends.Kinesalite(tls=False) as b, FaultFront(b.url) as front:
         for name in streams:
             b.create_stream(name, 4)
-        options = KinesisWriter(stream_name=streams[0], **loopback_writer_options(front.endpoint))._java_options()
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(options, f)
-        try:
-            for executors in FLEET_EXECUTORS:
-                front.limit_control_plane()  # a fresh bucket: the account's 20 a second, each stream's 1,000
-                before = front.stats()["control_plane_throttled"], sum(front.control_plane_calls().values())
-                cmd = ["java", "-Xmx4g", "-cp", classpath, "io.github.sparkkinesis.bench.FleetSim"]
-                cmd += ["--options-file", f.name, "--executors", str(executors), "--streams", ",".join(streams)]
-                cmd += ["--start-ms", str(FLEET_START_MS), "--poll-ms", "50"]
-                out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-                if out.returncode != 0:
-                    raise RuntimeError(f"FleetSim failed ({out.returncode}): {out.stderr[-3000:]}{out.stdout[-2000:]}")
-                r = dict(json.loads(out.stdout.strip().splitlines()[-1]))
-                # The front's own count of the same calls: the writer's metric (FleetSim's total) must match it.
-                r["front_throttled"] = front.stats()["control_plane_throttled"] - before[0]
-                r["front_calls"] = sum(front.control_plane_calls().values()) - before[1]
-                say(
-                    f"  fleet {executors:4d} executors x {FLEET_STREAMS} streams: {r['calls']:,} calls, "
-                    f"{r['throttles']:,} throttled, layouts after p50 {r['alone_s_p50']} s / "
-                    f"p99 {r['alone_s_p99']} s / max {r['alone_s_max']} s"
-                )
-                runs.append(r)
-        finally:
-            os.unlink(f.name)
+        options = {"stream_name": streams[0], **loopback_writer_options(front.endpoint)}
+        for executors in FLEET_EXECUTORS:
+            front.limit_control_plane()  # a fresh bucket: the account's 20 a second, each stream's 1,000
+            before = front.stats()["control_plane_throttled"], sum(front.control_plane_calls().values())
+            args = ["--executors", str(executors), "--streams", ",".join(streams), "--start-ms", str(FLEET_START_MS)]
+            r = jvm_main(classpath, "FleetSim", options, [*args, "--poll-ms", "50"], ["-Xmx4g"])
+            alone = r.pop("alone_s")  # each pair's seconds without a layout
+            r.update(alone_s_p50=pct(alone, 50), alone_s_p99=pct(alone, 99), alone_s_max=max(alone))
+            # The front's own count of the same calls: the writers' metric (FleetSim's total) must match it.
+            r["front_throttled"] = front.stats()["control_plane_throttled"] - before[0]
+            r["front_calls"] = sum(front.control_plane_calls().values()) - before[1]
+            assert (r["calls"], r["throttles"]) == (r["front_calls"], r["front_throttled"]), r
+            say(
+                f"  fleet {executors:4d} executors x {FLEET_STREAMS} streams: {r['calls']:,} calls, "
+                f"{r['throttles']:,} throttled, layouts after p50 {r['alone_s_p50']:.1f} s / "
+                f"p99 {r['alone_s_p99']:.1f} s / max {r['alone_s_max']:.1f} s"
+            )
+            runs.append(r)
     config = {"executors": FLEET_EXECUTORS, "streams": FLEET_STREAMS, "start_ms": FLEET_START_MS}
     result["fleet"] = {"config": config, "runs": runs}
 

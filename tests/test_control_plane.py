@@ -29,8 +29,9 @@ def test_control_plane_calls_are_counted_and_a_throttled_one_fails_no_write(
             stream_name=stream, driver_check=False, **{**kinesis.writer_options(), "endpoint": front.endpoint}
         )
         run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer)
-        # Reads admitted from now on: once one has succeeded the writer reads again only after
-        # DescribeStreamSummaryIntervalMs, so the front's count and the metric (reported once a second) settle.
+        # Reads admitted from now on, and the query is done: a read still due either succeeds (the next only after
+        # DescribeStreamSummaryIntervalMs) or never comes (no record asks), so the front's count and the metric
+        # (reported once a second) settle.
         front.limit_control_plane(describe_per_s=None, list_shards_per_s=None)
 
         def sdk_calls() -> int:

@@ -103,6 +103,15 @@ _REFUSALS = {
 }
 
 
+def _control_body(request: web.Request, body: bytes) -> dict[str, Any]:
+    """A control-plane request's body: CBOR from the AWS SDK for Java, JSON from the KPL and boto3; {} if neither."""
+    try:
+        parsed = cbor2.loads(body) if "cbor" in request.headers.get("Content-Type", "") else _json(body)
+    except (ValueError, cbor2.CBORDecodeError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
 def _caller(user_agent: str) -> str:
     """Who sent a request, by its User-Agent: the KPL daemon, an AWS SDK for Java client, or another."""
     if "KinesisProducerLibrary" in user_agent:
@@ -617,13 +626,7 @@ class FaultFront:
         limit = describe if op == "DescribeStreamSummary" else list_shards
         if limit is None:
             return True
-        scope = ""  # the account's
-        if op == "ListShards":
-            try:
-                parsed = cbor2.loads(body) if "cbor" in request.headers.get("Content-Type", "") else _json(body)
-            except (ValueError, cbor2.CBORDecodeError):
-                parsed = {}
-            scope = "stream:" + _stream_name(parsed if isinstance(parsed, dict) else {})
+        scope = "stream:" + _stream_name(_control_body(request, body)) if op == "ListShards" else ""  # "": the account
         rate = self._control_rates.setdefault(scope, _Rate(limit))
         return rate.take(time.monotonic())
 
@@ -646,13 +649,8 @@ class FaultFront:
 
     async def _list_shards(self, request: web.Request, body: bytes) -> web.Response:
         """The emulator's answer, remembered per request; for a held stream, the one remembered from before."""
-        content_type = request.headers.get("Content-Type", "")
-        try:
-            parsed = cbor2.loads(body) if "cbor" in content_type else _json(body)  # the AWS SDK for Java speaks CBOR
-        except (ValueError, cbor2.CBORDecodeError):
-            parsed = {}
-        key = (content_type, body)
-        if _stream_name(parsed if isinstance(parsed, dict) else {}) in self._held and key in self._listings:
+        key = (request.headers.get("Content-Type", ""), body)
+        if _stream_name(_control_body(request, body)) in self._held and key in self._listings:
             self._stats["held_listings"] += 1
             status, data, headers = self._listings[key]
             return web.Response(status=status, body=data, headers=headers)

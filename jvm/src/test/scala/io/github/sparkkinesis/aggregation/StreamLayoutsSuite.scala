@@ -1,6 +1,5 @@
 package io.github.sparkkinesis.aggregation
 
-import java.math.BigInteger
 import java.util.concurrent.Executor
 
 import scala.collection.mutable
@@ -8,15 +7,12 @@ import scala.collection.mutable
 import org.scalatest.funsuite.AnyFunSuite
 import org.slf4j.Logger
 
-import io.github.sparkkinesis.FakeClock
+import io.github.sparkkinesis.{FakeClock, FakeMetadata}
 
 class StreamLayoutsSuite extends AnyFunSuite {
 
   private val settings = AggregationSettings(51200, Long.MaxValue, 100, 60000, rateLimit = 100)
-  private val whole = StreamLayout(
-    auto = false,
-    ShardMap(Seq(ShardRange("s0", BigInteger.ZERO, BigInteger.ONE.shiftLeft(128).subtract(BigInteger.ONE))))
-  )
+  private val whole = FakeMetadata.even(1)
 
   /** Answers with `throttles` throttled reads, then the layout; counts the reads. */
   private final class Throttling(var throttles: Int) extends StreamMetadata {
