@@ -495,26 +495,34 @@ def render_fleet(p: dict[str, Any]) -> str:
     cfg = p["config"]
     out = _head(
         p,
-        f"E executor JVMs, each running the writer's own reading code (its SDK client and `StreamLayouts`), write "
-        f"{cfg['streams']} streams (a query each); every (executor, stream)'s first record comes within "
-        f"{cfg['start_ms'] / 1000:g} s, against the fault front's control-plane limits (20 `DescribeStreamSummary` a "
-        "second for the account, 1,000 `ListShards` a second per stream). Until its layout is read, a pair's records "
-        "go alone. The KPL daemons' own reads are not simulated.",
+        f"E executor JVMs write {cfg['streams']} streams (a query each), against the fault front's control-plane "
+        "limits (20 `DescribeStreamSummary` a second for the account, 1,000 `ListShards` a second per stream), with "
+        "the writer's own reading code (its SDK clients, `StreamLayouts`, `DriverLayouts`). *executors*: each executor "
+        f"reads each stream on its first record, every first record within {cfg['start_ms'] / 1000:g} s (as when "
+        "the driver cannot read for them); *driver*: each query's driver reads its stream when its first write is "
+        f"planned, every query within {cfg['start_ms'] / 1000:g} s, and its executors take the layout it ships. "
+        "Until a pair has a layout its records go alone. The KPL daemons' own reads are not simulated.",
     )
+
+    def wait(r: dict[str, Any]) -> str:
+        return f"{r['driver_wait_s_p50']:.1f} / {r['driver_wait_s_max']:.1f}" if "driver_wait_s_max" in r else "-"
+
     rows = [
         [
+            r.get("mode", "executors"),
             f"{r['executors']:,}",
             f"{r['pairs']:,}",
             f"{r['calls']:,}",
             f"{r['throttles']:,}",
             f"{r['alone_s_p50']:.1f} / {r['alone_s_p99']:.1f} / {r['alone_s_max']:.1f}",
+            wait(r),
             f"{r['wall_s']:.0f}",
         ]
         for r in p["runs"]
     ]
-    return out + _table(
-        ["executors", "(executor, stream) pairs", "calls", "throttled", "records alone, s: p50 / p99 / max", "s"], rows
-    )
+    head = ["reads by", "executors", "(executor, stream) pairs", "calls", "throttled"]
+    head += ["records alone, s: p50 / p99 / max", "first write waited, s: p50 / max", "s"]
+    return out + _table(head, rows)
 
 
 def render_overhead(p: dict[str, Any]) -> str:

@@ -113,6 +113,8 @@ COST_SHARDS = 4
 # The fleet simulation: executor JVMs (each its writer's reading code, bench/jvm FleetSim) writing FLEET_STREAMS
 # streams (a query each), every first record within FLEET_START_MS, against Kinesis' control-plane limits.
 FLEET_EXECUTORS = [int(x) for x in os.environ.get("BENCH_FLEET_EXECUTORS", "10,50,100").split(",")]
+# With the driver reading for its executors (they make no call), a fleet of the issue's size runs here too.
+FLEET_DRIVER_EXECUTORS = [int(x) for x in os.environ.get("BENCH_FLEET_DRIVER_EXECUTORS", "10,100,1000").split(",")]
 FLEET_STREAMS = int(os.environ.get("BENCH_FLEET_STREAMS", "20"))
 FLEET_START_MS = 1000
 # Skip on replay's cost: format("kinesis") with and without dedupe_location, per payload the rows of one run.
@@ -617,10 +619,11 @@ def cost(result: dict[str, Any]) -> None:
 # -- control-plane calls of a fleet ----------------------------------------------------------------------------------
 def fleet(result: dict[str, Any]) -> None:
     """The writer's reading code for E executor JVMs and FLEET_STREAMS streams (bench/jvm FleetSim), every first record
-    within a second, behind the fault front's control-plane limits (20 DescribeStreamSummary a second for the account,
-    1,000 ListShards a second per stream): calls, throttles, and how long each (executor, stream) went without a layout
-    (its records alone meanwhile). The KPL daemons' own reads (one DescribeStreamSummary and one ListShards each) are
-    not simulated; the driver's check is not either (one call per query start)."""
+    (mode ``executors``: each executor reads each stream) or every query's first write (mode ``driver``: the driver
+    reads, its executors take what it ships) within a second, behind the fault front's control-plane limits (20
+    DescribeStreamSummary a second for the account, 1,000 ListShards a second per stream): calls, throttles, how long
+    each (executor, stream) went without a layout (its records alone meanwhile) and, mode ``driver``, how long each
+    query's first write waited for its driver's read. The KPL daemons' own reads are not simulated."""
     classpath = bench_classpath()
     streams = [f"fleet-{i}" for i in range(FLEET_STREAMS)]
     runs = []
@@ -628,24 +631,32 @@ def fleet(result: dict[str, Any]) -> None:
         for name in streams:
             b.create_stream(name, 4)
         options = {"stream_name": streams[0], **loopback_writer_options(front.endpoint)}
-        for executors in FLEET_EXECUTORS:
-            front.limit_control_plane()  # a fresh bucket: the account's 20 a second, each stream's 1,000
-            before = front.stats()["control_plane_throttled"], sum(front.control_plane_calls().values())
-            args = ["--executors", str(executors), "--streams", ",".join(streams), "--start-ms", str(FLEET_START_MS)]
-            r = jvm_main(classpath, "FleetSim", options, [*args, "--poll-ms", "50"], ["-Xmx4g"])
-            alone = r.pop("alone_s")  # each pair's seconds without a layout
-            r.update(alone_s_p50=pct(alone, 50), alone_s_p99=pct(alone, 99), alone_s_max=max(alone))
-            # The front's own count of the same calls: the writers' metric (FleetSim's total) must match it.
-            r["front_throttled"] = front.stats()["control_plane_throttled"] - before[0]
-            r["front_calls"] = sum(front.control_plane_calls().values()) - before[1]
-            assert (r["calls"], r["throttles"]) == (r["front_calls"], r["front_throttled"]), r
-            say(
-                f"  fleet {executors:4d} executors x {FLEET_STREAMS} streams: {r['calls']:,} calls, "
-                f"{r['throttles']:,} throttled, layouts after p50 {r['alone_s_p50']:.1f} s / "
-                f"p99 {r['alone_s_p99']:.1f} s / max {r['alone_s_max']:.1f} s"
-            )
-            runs.append(r)
+        for mode, sizes in (("executors", FLEET_EXECUTORS), ("driver", FLEET_DRIVER_EXECUTORS)):
+            for executors in sizes:
+                front.limit_control_plane()  # a fresh bucket: the account's 20 a second, each stream's 1,000
+                before = front.stats()["control_plane_throttled"], sum(front.control_plane_calls().values())
+                args = ["--executors", str(executors), "--streams", ",".join(streams)]
+                args += ["--start-ms", str(FLEET_START_MS), "--poll-ms", "50", "--mode", mode]
+                r = jvm_main(classpath, "FleetSim", options, args, ["-Xmx4g"])
+                r["mode"] = mode
+                alone = r.pop("alone_s")  # each pair's seconds without a layout
+                r.update(alone_s_p50=pct(alone, 50), alone_s_p99=pct(alone, 99), alone_s_max=max(alone))
+                waits = r.pop("driver_wait_s")
+                if waits:
+                    r.update(driver_wait_s_p50=pct(waits, 50), driver_wait_s_max=max(waits))
+                # The front's own count of the same calls: the writers' metric (FleetSim's total) must match it.
+                r["front_throttled"] = front.stats()["control_plane_throttled"] - before[0]
+                r["front_calls"] = sum(front.control_plane_calls().values()) - before[1]
+                assert (r["calls"], r["throttles"]) == (r["front_calls"], r["front_throttled"]), r
+                say(
+                    f"  fleet {mode:9s} {executors:4d} executors x {FLEET_STREAMS} streams: {r['calls']:,} calls, "
+                    f"{r['throttles']:,} throttled, layouts after p50 {r['alone_s_p50']:.1f} s / "
+                    f"p99 {r['alone_s_p99']:.1f} s / max {r['alone_s_max']:.1f} s"
+                    + (f", first writes waited up to {r['driver_wait_s_max']:.1f} s" if waits else "")
+                )
+                runs.append(r)
     config = {"executors": FLEET_EXECUTORS, "streams": FLEET_STREAMS, "start_ms": FLEET_START_MS}
+    config["driver_executors"] = FLEET_DRIVER_EXECUTORS
     result["fleet"] = {"config": config, "runs": runs}
 
 

@@ -5,8 +5,21 @@ fleets")."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from helpers import account, csv_total, payload, rows_for, run_available_now, wait_for, write_input
+from helpers import (
+    account,
+    csv_last,
+    csv_total,
+    payload,
+    rows_for,
+    run_available_now,
+    session_jars,
+    wait_for,
+    write_input,
+)
+from probe import run_probe
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
 from spark_kinesis_testkit.faults import FaultFront
@@ -51,3 +64,55 @@ def test_control_plane_calls_are_counted_and_a_throttled_one_fails_no_write(
     read_back = account(range(n), read_stream(kinesis.client(), stream))
     assert read_back.missing == [], f"{len(read_back.missing)} records missing"
     assert all(r.data == payload(i) for i, r in read_back.by_id.items())
+
+
+@pytest.mark.e2e
+def test_executors_add_no_control_plane_calls(kinesis, stream, tmp_path):
+    """local-cluster with 2, then 4 executor JVMs (``format``; then 2 through ``foreach``), each writing a 4-shard
+    stream of its own in four micro-batches:
+    the driver reads the stream once (its start check's DescribeStreamSummary, with the ListShards of the first
+    layout) and ships the layout with each batch, and the KPL daemons are told the stream places by key. So neither
+    the executors' writers nor their daemons call DescribeStreamSummary (the account's 20 a second), however many
+    executors write; what is left is each daemon's one ListShards (1,000 a second per stream). Before: the driver's
+    one, then two DescribeStreamSummary and two ListShards per executor (docs/configuration.md, "Large fleets")."""
+    n, files = 2_000, 4
+    runs = []
+    for e, entry in ((2, "format"), (4, "format"), (2, "foreach")):
+        name = f"{stream}-{e}-{entry}"
+        kinesis.create_stream(name, 4)
+        source = tmp_path / f"in-{name}"
+        write_input(source, rows_for(range(n)), files=files)
+        (tmp_path / f"metrics-{name}").mkdir()
+        runs.append(
+            {
+                "executors": e,
+                "entry": entry,
+                "stream": name,
+                "input": str(source),
+                "checkpoint": str(tmp_path / f"ckpt-{name}"),
+                "metrics_dir": str(tmp_path / f"metrics-{name}"),
+            }
+        )
+    with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as front:
+        cfg = {
+            "runs": runs,
+            "writer_options": {**kinesis.writer_options(), "endpoint": front.endpoint},
+            "jars": session_jars(),
+        }
+        result = run_probe("calls_probe.py", cfg, tmp_path, timeout_s=600)
+        calls = {(r["executors"], r["entry"]): front.control_plane_calls(stream=r["stream"]) for r in runs}
+    print(f"\ncontrol-plane calls by executors: {calls}")
+    for said, r in zip(result.all("RAN"), runs):
+        assert said["registered"] == r["executors"] and said["batches"] == files, said
+        # Every executor JVM wrote: each has its own producer's recordsSent.
+        sent = csv_last(Path(r["metrics_dir"]), r["stream"], "recordsSent")
+        assert len(sent) == r["executors"] and all(v > 0 for v in sent.values()), sent
+        read_back = account(range(n), read_stream(kinesis.client(), r["stream"]))
+        assert read_back.missing == [], f"{len(read_back.missing)} records missing from {r['stream']}"
+        assert all(
+            rec.data == payload(i) and rec.partition_key == f"user-{i % 97}" for i, rec in read_back.by_id.items()
+        )
+    for (e, entry), c in calls.items():
+        from_executors = {k: v for k, v in c.items() if not k.endswith("/driver")}
+        assert from_executors == {"ListShards/kpl": e}, f"{e} executors ({entry}): {c}"
+        assert c.get("DescribeStreamSummary/driver") == 1, f"the driver reads the stream once per query: {c}"

@@ -1,6 +1,6 @@
 """aggregation='writer': the writer packs user records into KPL-format aggregates per shard, before the daemon.
 
-The daemon then gets one record per aggregate (its own aggregation on with AggregationMaxCount=1), so any aggregated
+The daemon then gets one record per aggregate (its own aggregation off), so any aggregated
 record read back was built by the writer. Every test reads back as a KCL consumer does (the KCL's own deaggregation,
 ``read_stream_kcl``), and accounts record by record. Resharding: tests/test_resharding.py.
 """

@@ -113,9 +113,12 @@ def _control_body(request: web.Request, body: bytes) -> dict[str, Any]:
 
 
 def _caller(user_agent: str) -> str:
-    """Who sent a request, by its User-Agent: the KPL daemon, an AWS SDK for Java client, or another."""
+    """Who sent a request, by its User-Agent: the KPL daemon, the writer's driver (its SDK client adds
+    ``spark-kinesis-driver``), an AWS SDK for Java client (an executor's writer), or another."""
     if "KinesisProducerLibrary" in user_agent:
         return "kpl"
+    if "spark-kinesis-driver" in user_agent:
+        return "driver"
     return "sdk" if "aws-sdk-java" in user_agent else "other"
 
 
@@ -251,6 +254,7 @@ class FaultFront:
         self._control_rates: dict[str, _Rate] = {}  # "" for the account's DescribeStreamSummary, else a stream's
         self._control_calls: dict[str, int] = {}  # "<operation>/<caller>" -> calls
         self._control_throttled: dict[str, int] = {}  # "<operation>/<caller>" -> calls answered LimitExceededException
+        self._control_by_stream: dict[str, dict[str, int]] = {}  # stream -> "<operation>/<caller>" -> calls
         self._signers: dict[str, int] = {}  # access key id of each signed request -> requests
         self._strategies: dict[str, str] = {}  # stream -> RecordDistributionStrategy (USER_PARTITION_KEY if absent)
         self._denied: set[str] = set()  # operations answered with AccessDeniedException
@@ -418,9 +422,12 @@ class FaultFront:
 
         self._call(apply)
 
-    def control_plane_calls(self, throttled: bool = False) -> dict[str, int]:
-        """Control-plane calls so far by ``"<operation>/<caller>"`` (``kpl``, ``sdk``, ``other``), throttled or not;
-        with ``throttled``, only those answered ``LimitExceededException``."""
+    def control_plane_calls(self, throttled: bool = False, stream: str | None = None) -> dict[str, int]:
+        """Control-plane calls so far by ``"<operation>/<caller>"`` (``kpl``, ``driver``, ``sdk``, ``other``),
+        throttled or not; with ``throttled``, only those answered ``LimitExceededException``; with ``stream``, all
+        calls naming that stream (a ``ListShards`` page after the first names none)."""
+        if stream is not None:
+            return self._call(lambda: dict(self._control_by_stream.get(stream, {})))
         return self._call(lambda: dict(self._control_throttled if throttled else self._control_calls))
 
     def outage(self, seconds: float, mode: str = "refuse") -> None:
@@ -585,6 +592,8 @@ class FaultFront:
         if op in _CONTROL_PLANE:
             key = f"{op}/{_caller(request.headers.get('User-Agent', ''))}"
             self._control_calls[key] = self._control_calls.get(key, 0) + 1
+            named = self._control_by_stream.setdefault(_stream_name(_control_body(request, body)), {})
+            named[key] = named.get(key, 0) + 1
             if not self._control_admitted(op, request, body):
                 self._stats["control_plane_throttled"] += 1
                 self._control_throttled[key] = self._control_throttled.get(key, 0) + 1

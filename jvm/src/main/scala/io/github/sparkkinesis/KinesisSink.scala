@@ -10,6 +10,7 @@ import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
+import io.github.sparkkinesis.aggregation.StreamLayout
 import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** The `kinesis` sink behind [[KinesisSourceProvider]] (Java, for the reason it gives): its table and options. */
@@ -53,8 +54,10 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
     with ReportsSinkMetrics {
   // Parsed when the query starts (start() or save()): an option mistake fails there, before any task.
   private val parsed = KinesisWriterOptions.parse(options)
-  // Once per query, when its first write is planned (after the schema's checks): KinesisWriter.checkBeforeStart.
-  private lazy val checked: Unit = KinesisWriter.checkBeforeStart(parsed)
+  // Once per query, when its first write is planned (after the schema's checks): KinesisWriter.checkBeforeStart, whose
+  // read of the stream is the first its writes ship (DriverLayouts).
+  private lazy val checked: Option[StreamLayout] = KinesisWriter.checkBeforeStart(parsed)
+  private lazy val layouts: DriverLayouts = DriverLayouts(parsed, checked)
   // One set per query: the streaming engine builds a new Write for every micro-batch.
   private lazy val accumulators: Option[WriterAccumulators] = WriterAccumulators.register(parsed.label)
 
@@ -77,11 +80,11 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
     override def truncate(): WriteBuilder = { truncated = true; this }
 
     override def build(): Write = {
-      val prepared = KinesisWriter.prepare(parsed, info.schema(), accumulators)
+      val schemaChecked = KinesisWriter.prepare(parsed, info.schema(), accumulators)
+      val prepared = KinesisWriter.knowing(schemaChecked, checked)
       val replay = KinesisWrite.replayPlan(prepared, info.queryId())
-      checked
       val columns = KinesisWrite.contentColumns(prepared, info.schema())
-      new KinesisWrite(prepared.copy(replay = replay), truncated, columns)
+      new KinesisWrite(prepared.copy(replay = replay), truncated, columns, Some(layouts))
     }
   }
 

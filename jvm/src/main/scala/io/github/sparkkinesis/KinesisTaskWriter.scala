@@ -7,7 +7,7 @@ import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableF
 import org.slf4j.LoggerFactory
 import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
 
-import io.github.sparkkinesis.aggregation.HashKey
+import io.github.sparkkinesis.aggregation.{HashKey, ShippedLayout}
 import io.github.sparkkinesis.replay.{Fingerprint, TaskReplay}
 
 /** One task's writes, whatever the entry point (`foreach`, or the `kinesis` DataSource V2 sink for streaming and
@@ -28,7 +28,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
     val partitionId: Long,
     epochId: Long,
     replay: TaskReplay = null,
-    writers: Int = 0
+    writers: Int = 0,
+    layouts: Seq[ShippedLayout] = Nil
 ) {
   private val producer: SharedProducer = pool.acquire(
     options.producer,
@@ -38,6 +39,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
     options.maxOutstandingBytes
   )
   if (writers > 0) producer.aggregator.foreach(_.expectWriters(writers))
+  producer.adopt(layouts)
   private[sparkkinesis] val state = new WriterState(options, producer)
   state.replay = replay
   private var closed = false
@@ -116,6 +118,11 @@ private[sparkkinesis] final class KinesisTaskWriter(
     state.check()
     if (replay != null) replay.commit()
   }
+
+  /** Of the streams whose layouts the driver shipped, those the producer read itself since (the driver reads them again
+    * for the next write).
+    */
+  def readOwn: Seq[String] = producer.readOwn(layouts.map(_.stream))
 
   /** Ends the task: totals to the accumulators (committed or not, as today's metrics count confirmed records), one INFO
     * line, the producer back to the pool. Idempotent.

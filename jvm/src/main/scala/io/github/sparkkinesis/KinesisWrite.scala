@@ -16,23 +16,25 @@ import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
 
+import io.github.sparkkinesis.aggregation.ShippedLayout
 import io.github.sparkkinesis.replay.{ReplayPlan, TaskReplay}
 
 /** The logical write of the `kinesis` sink: options and schema checked, ready for a batch or a streaming query. */
 private[sparkkinesis] final class KinesisWrite(
     prepared: KinesisWriter.Prepared,
     truncate: Boolean,
-    contentColumns: Seq[String] = Nil
+    contentColumns: Seq[String] = Nil,
+    layouts: Option[DriverLayouts] = None
 ) extends Write
     with RequiresDistributionAndOrdering {
   override def description(): String = s"Kinesis(${prepared.options.label}, queueLimit=${prepared.options.queueLimit})"
 
   override def toBatch: BatchWrite = {
     if (truncate) throw KinesisSink.unsupportedMode("overwrite")
-    new KinesisBatchWrite(prepared)
+    new KinesisBatchWrite(prepared, layouts)
   }
 
-  override def toStreaming: StreamingWrite = new KinesisStreamingWrite(prepared)
+  override def toStreaming: StreamingWrite = new KinesisStreamingWrite(prepared, layouts)
 
   override def supportedCustomMetrics(): Array[CustomMetric] = KinesisSinkMetric.all.toArray
 
@@ -57,6 +59,13 @@ private[sparkkinesis] object KinesisWrite {
       ReplayPlan.plan(name, d.location, d.flushIntervalMs, keyed, queryId, prepared.options.flushTimeoutMs)
     }
 
+  /** What a write's factory ships: the driver's layouts of the stream, read again first if due ([[DriverLayouts]]). */
+  def shipped(layouts: Option[DriverLayouts]): Seq[ShippedLayout] = layouts.fold(Seq.empty[ShippedLayout])(_.forWrite())
+
+  /** Tells the driver's layouts which streams the tasks of a write read themselves (their maps were proven stale). */
+  def reported(layouts: Option[DriverLayouts], messages: Array[WriterCommitMessage]): Unit =
+    layouts.foreach(_.reported(messages.iterator.collect { case KinesisCommitMessage(s) => s }.flatten.toSeq))
+
   /** The columns a record's content comes from (fingerprinted on replay: stream, partition key, hash key, data). */
   def contentColumns(prepared: KinesisWriter.Prepared, schema: StructType): Seq[String] = {
     val names = schema.fieldNames.toSet
@@ -69,33 +78,50 @@ private[sparkkinesis] object KinesisWrite {
 /** Commits need no coordination: every task's records are confirmed before its commit returns, and Kinesis has nothing
   * to finalise. An aborted epoch or job leaves what its tasks wrote (at-least-once, as the `foreach` path).
   */
-private[sparkkinesis] final class KinesisBatchWrite(prepared: KinesisWriter.Prepared) extends BatchWrite {
+private[sparkkinesis] final class KinesisBatchWrite(prepared: KinesisWriter.Prepared, layouts: Option[DriverLayouts])
+    extends BatchWrite {
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory =
-    new KinesisDataWriterFactory(prepared, WriterCount.of(info.numPartitions))
+    new KinesisDataWriterFactory(prepared, WriterCount.of(info.numPartitions), KinesisWrite.shipped(layouts))
   override def useCommitCoordinator(): Boolean = false
-  override def commit(messages: Array[WriterCommitMessage]): Unit = ()
+  override def commit(messages: Array[WriterCommitMessage]): Unit = KinesisWrite.reported(layouts, messages)
   override def abort(messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-private[sparkkinesis] final class KinesisStreamingWrite(prepared: KinesisWriter.Prepared) extends StreamingWrite {
+private[sparkkinesis] final class KinesisStreamingWrite(
+    prepared: KinesisWriter.Prepared,
+    layouts: Option[DriverLayouts]
+) extends StreamingWrite {
   override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
-    new KinesisDataWriterFactory(prepared, WriterCount.of(info.numPartitions))
+    new KinesisDataWriterFactory(prepared, WriterCount.of(info.numPartitions), KinesisWrite.shipped(layouts))
   override def useCommitCoordinator(): Boolean = false
-  override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
+  override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit =
+    KinesisWrite.reported(layouts, messages)
   override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-/** Serialized to the executors: the parsed options, the row layout and the count of producers writing
-  * ([[WriterCount]]), nothing per task.
+/** Serialized to the executors: the parsed options, the row layout, the count of producers writing ([[WriterCount]])
+  * and the stream's layout as the driver read it ([[DriverLayouts]]), nothing per task.
   */
-private[sparkkinesis] final class KinesisDataWriterFactory(prepared: KinesisWriter.Prepared, writers: Int)
-    extends DataWriterFactory
+private[sparkkinesis] final class KinesisDataWriterFactory(
+    prepared: KinesisWriter.Prepared,
+    writers: Int,
+    layouts: Seq[ShippedLayout] = Nil
+) extends DataWriterFactory
     with StreamingDataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
     createWriter(partitionId, taskId, -1L)
 
   override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
-    new KinesisDataWriter(prepared, ProducerPool.default, partitionId, epochId, taskId, TaskReplay.retried, writers)
+    new KinesisDataWriter(
+      prepared,
+      ProducerPool.default,
+      partitionId,
+      epochId,
+      taskId,
+      TaskReplay.retried,
+      writers,
+      layouts
+    )
 }
 
 /** The DataSource V2 adapter over [[KinesisTaskWriter]]: `commit` returns once every record of the task is confirmed,
@@ -108,7 +134,8 @@ private[sparkkinesis] final class KinesisDataWriter(
     epochId: Long,
     taskId: Long = -1L,
     retried: Boolean = false,
-    writers: Int = 0
+    writers: Int = 0,
+    layouts: Seq[ShippedLayout] = Nil
 ) extends DataWriter[InternalRow] {
   private val task = {
     val replay =
@@ -117,7 +144,16 @@ private[sparkkinesis] final class KinesisDataWriter(
       )
     // A task writer that cannot start (no daemon, no credentials) ends its replay part too: nothing of it stays open.
     try
-      new KinesisTaskWriter(prepared.options, pool, prepared.accumulators, partitionId, epochId, replay.orNull, writers)
+      new KinesisTaskWriter(
+        prepared.options,
+        pool,
+        prepared.accumulators,
+        partitionId,
+        epochId,
+        replay.orNull,
+        writers,
+        layouts
+      )
     catch { case e: Throwable => replay.foreach(_.abort()); throw e }
   }
   private val converter = prepared.converter
@@ -127,8 +163,9 @@ private[sparkkinesis] final class KinesisDataWriter(
   override def commit(): WriterCommitMessage = {
     try task.commit()
     catch { case e: Throwable => task.close(committed = false); throw e }
+    val readOwn = task.readOwn
     task.close(committed = true)
-    KinesisCommitMessage
+    KinesisCommitMessage(readOwn)
   }
 
   override def abort(): Unit = task.close(committed = false)
@@ -141,7 +178,8 @@ private[sparkkinesis] final class KinesisDataWriter(
   override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisSinkMetric.values(task.state)
 }
 
-private[sparkkinesis] case object KinesisCommitMessage extends WriterCommitMessage
+/** A task's commit: the shipped streams its producer read itself since it adopted their layouts ([[DriverLayouts]]). */
+private[sparkkinesis] final case class KinesisCommitMessage(readOwn: Seq[String]) extends WriterCommitMessage
 
 /** The task totals ([[TaskTotals]]) as DataSource V2 custom metrics (the SQL tab of the Spark UI): each task reports
   * its own, Spark sums them.

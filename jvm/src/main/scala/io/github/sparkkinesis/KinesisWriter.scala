@@ -4,6 +4,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
 
+import io.github.sparkkinesis.aggregation.StreamLayout
 import io.github.sparkkinesis.compat.CollectionConverters._
 import io.github.sparkkinesis.replay.{ForeachReplay, QueryConf, ReplayPlan}
 
@@ -21,9 +22,17 @@ object KinesisWriter {
     * `IllegalStateException` naming the artifact to use.
     */
   def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
-    val p = prepare(options.asScala.toMap, schema)
-    checkBeforeStart(p.options)
-    new KinesisForeachWriter(p.options, p.converter, p.accumulators, foreachReplay(p.options), WriterCount.of())
+    val prepared = prepare(options.asScala.toMap, schema)
+    val first = checkBeforeStart(prepared.options)
+    val p = knowing(prepared, first)
+    new KinesisForeachWriter(
+      p.options,
+      p.converter,
+      p.accumulators,
+      foreachReplay(p.options),
+      WriterCount.of(),
+      DriverLayouts(p.options, first)
+    )
   }
 
   /** Skip on replay for `foreach`: what its tasks need from the driver (the Hadoop configuration of the directory). */
@@ -38,9 +47,10 @@ object KinesisWriter {
 
   /** What the driver can see of a write's first failures, checked when the query starts (after its options and schema):
     * the stream itself ([[StreamCheck]]) and, in local mode (the KPL daemon then runs on this host), whether the daemon
-    * can run here ([[DaemonCheck.environment]]). Mistakes are `IllegalArgumentException`s naming the fix.
+    * can run here ([[DaemonCheck.environment]]). Mistakes are `IllegalArgumentException`s naming the fix. Returns the
+    * stream's layout when the check could read it ([[DriverLayouts]]).
     */
-  private[sparkkinesis] def checkBeforeStart(options: KinesisWriterOptions): Unit = {
+  private[sparkkinesis] def checkBeforeStart(options: KinesisWriterOptions): Option[StreamLayout] = {
     val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
     // local[...] runs the tasks in this JVM; local-cluster[...] on this host, in JVMs of their own.
     val local = session.exists(_.sparkContext.master.startsWith("local"))
@@ -71,6 +81,20 @@ object KinesisWriter {
   ): Prepared = {
     val forSchema = withExplicitHashKeys(options, schema)
     Prepared(forSchema, RowConverter.forSchema(schema, forSchema), accumulators)
+  }
+
+  /** `p` once the driver has read its stream (`layout`): when the writer aggregates for a stream that places records by
+    * key (USER_PARTITION_KEY), its daemons are told so (unless the user set the strategy), so that none of them asks
+    * the stream with `DescribeStreamSummary` (one call per executor against the account's 20 a second): the writer
+    * reads it again for them ([[DriverLayouts]]), and the daemon places nothing itself
+    * ([[ProducerConfig.daemonSettings]]). An AUTO stream's daemons still ask (a stream switched from AUTO must reach
+    * Kinesis with its hash keys).
+    */
+  private[sparkkinesis] def knowing(p: Prepared, layout: Option[StreamLayout]): Prepared = {
+    val key = KplSettings.StrategyDefault
+    val o = p.options
+    if (!o.producer.aggregatesInWriter || !layout.exists(!_.auto) || o.producer.kpl.contains(key)) p
+    else p.copy(options = o.copy(producer = o.producer.copy(kpl = o.producer.kpl + (key -> "USER_PARTITION_KEY"))))
   }
 
   /** An `explicitHashKey` column places records by hash key, which only a stream whose RecordDistributionStrategy is

@@ -89,19 +89,20 @@ private[sparkkinesis] final case class ProducerConfig(
   def aggregatesInWriter: Boolean =
     aggregation == Aggregation.Writer && kplSettings.get("AggregationEnabled").forall(_.trim.toBoolean)
 
-  /** What the daemon is started with. When the writer aggregates, the daemon gets one record per aggregate: its own
-    * aggregation stays on with one record each (so it still predicts each aggregate's shard and re-sends what lands
-    * elsewhere) and it waits at most [[Aggregation.DaemonBufferMs]] to collect them into a PutRecords, as the writer's
-    * linger already took the user's RecordMaxBufferedTime. It fails what Kinesis throttles back to the writer, which
-    * holds each shard to `RateLimit` and re-sends (the daemon would re-send after half its buffer time: at once).
+  /** What the daemon is started with. When the writer aggregates, the daemon gets one record per aggregate and places
+    * none itself: its aggregation is off, so it reads no shard map (one `ListShards` per executor and stream) and makes
+    * no "Wrong Shard" re-sends (the writer reads the map, checks where each aggregate landed and routes again what a
+    * reshard misplaced: [[aggregation.RetryPolicy]]); it waits at most [[Aggregation.DaemonBufferMs]] to collect them
+    * into a PutRecords, as the writer's linger already took the user's RecordMaxBufferedTime. It fails what Kinesis
+    * throttles back to the writer, which holds each shard to `RateLimit` and re-sends (the daemon would re-send after
+    * half its buffer time: at once).
     */
   def daemonSettings: Map[String, String] = {
     val s = kplSettings
     if (!aggregatesInWriter) s
     else
       s ++ Map(
-        "AggregationEnabled" -> "true",
-        "AggregationMaxCount" -> "1",
+        "AggregationEnabled" -> "false",
         "FailIfThrottled" -> "true",
         "RecordMaxBufferedTime" -> math.min(Aggregation.DaemonBufferMs, kpc.getRecordMaxBufferedTime).toString
       )

@@ -7,7 +7,7 @@ import scala.collection.mutable
 
 import org.slf4j.LoggerFactory
 
-import io.github.sparkkinesis.aggregation.{Scheduler, StreamLimits, WriterAggregator}
+import io.github.sparkkinesis.aggregation.{Scheduler, ShippedLayout, StreamLimits, WriterAggregator}
 
 /** One KPL daemon, shared by the tasks of an executor JVM whose writers have the same [[ProducerPool.Key]]: stream
   * label, KPL config and bound. It owns what those writers share: the bound, the metrics and, when the writer
@@ -42,6 +42,22 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
   def maxRecordBytes(stream: String, readNow: Boolean = false): Long = aggregator match {
     case Some(a) => a.maxRecordBytes(stream, readNow)
     case None    => limitsUsed = true; limits.maxRecordBytes(stream, readNow)
+  }
+
+  /** Takes the layouts the driver read for a task's write, so this producer need not read them itself. */
+  def adopt(shipped: Seq[ShippedLayout]): Unit = if (shipped.nonEmpty) aggregator match {
+    case Some(a) => a.adopt(shipped)
+    case None    => limitsUsed = true; limits.adopt(shipped)
+  }
+
+  /** Of `streams`, those this producer read itself since it last adopted a shipped layout: its map was proven stale (an
+    * aggregate landed elsewhere, a key in no shard, a record over the limit), or none came in time.
+    */
+  def readOwn(streams: Seq[String]): Seq[String] = streams.filter { s =>
+    aggregator match {
+      case Some(a) => a.readOwn(s)
+      case None    => limitsUsed && limits.readOwn(s)
+    }
   }
 
   /** Stops the aggregation's or the limits' threads and clients. */

@@ -7,6 +7,8 @@ import javax.net.ssl.{SSLException, SSLPeerUnverifiedException}
 import scala.util.{Failure, Success, Try}
 
 import org.slf4j.LoggerFactory
+
+import io.github.sparkkinesis.aggregation.StreamLayout
 import io.github.sparkkinesis.shaded.awssdk.core.exception.{SdkClientException, SdkServiceException}
 import io.github.sparkkinesis.shaded.awssdk.services.kinesis.model.{
   DescribeStreamSummaryRequest,
@@ -41,12 +43,14 @@ private[sparkkinesis] object StreamCheck {
       s"differ, set ${KinesisWriterOptions.DriverCheck.name}=false.)"
 
   /** Checks `options`' stream (none for per-row streams: each is checked by the executors on first use); `local`: the
-    * driver's host is the executors' (a CA file it cannot read is then a mistake, not another host's file).
+    * driver's host is the executors' (a CA file it cannot read is then a mistake, not another host's file). Returns the
+    * stream's layout when the driver could read it (its `DescribeStreamSummary` is the check's own call), for
+    * [[DriverLayouts]] to ship with the first write.
     */
-  def run(options: KinesisWriterOptions, local: Boolean): Unit =
-    if (options.driverCheck) options.streamName.foreach(run(_, options.producer, local))
+  def run(options: KinesisWriterOptions, local: Boolean): Option[StreamLayout] =
+    if (!options.driverCheck) None else options.streamName.flatMap(run(_, options.producer, local))
 
-  private def run(stream: String, config: ProducerConfig, local: Boolean): Unit =
+  private def run(stream: String, config: ProducerConfig, local: Boolean): Option[StreamLayout] =
     Try(config.credentials.provider(config.region)) match {
       case Failure(e)        => skip(stream, e)
       case Success(provider) =>
@@ -55,13 +59,14 @@ private[sparkkinesis] object StreamCheck {
           Try(provider.resolveCredentials()) match {
             case Failure(e) => skip(stream, e)
             case Success(_) =>
-              Try(new SdkStreamMetadata(config, provider, Some(Duration.ofMillis(TimeoutMs)))) match {
+              Try(DriverLayouts.metadata(config, provider)) match {
                 case Failure(e: IllegalArgumentException) if local => throw e // the executors' host: their trust too
                 case Failure(e: IllegalArgumentException) =>
                   log.info(
                     s"Not checking stream $stream on the driver: ${e.getMessage.takeWhile(_ != '.')}, on the driver's " +
                       "host; the executors read their own."
                   )
+                  None
                 case Failure(e) => skip(stream, e)
                 case Success(metadata) =>
                   try check(stream, config, metadata)
@@ -75,34 +80,47 @@ private[sparkkinesis] object StreamCheck {
           }
     }
 
-  private def skip(stream: String, e: Throwable): Unit =
+  private def skip(stream: String, e: Throwable): Option[StreamLayout] = {
     log.info(s"Not checking stream $stream on the driver: no Kinesis client or credentials here (${e.getMessage})")
+    None
+  }
 
-  private[sparkkinesis] def check(stream: String, config: ProducerConfig, metadata: SdkStreamMetadata): Unit = {
+  /** The check; the stream's layout when it could be read too (not the check's business: a failed read is None). */
+  private[sparkkinesis] def check(
+      stream: String,
+      config: ProducerConfig,
+      metadata: SdkStreamMetadata
+  ): Option[StreamLayout] = {
     val where = PermanentErrors.where(stream, config)
     try {
-      val status =
+      val described =
         try
-          metadata.client
-            .describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(stream).build())
-            .streamDescriptionSummary()
-            .streamStatus()
+          Some(
+            metadata.client
+              .describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(stream).build())
+              .streamDescriptionSummary()
+          )
         catch {
           case e: KinesisException if code(e) == "AccessDeniedException" =>
-            try {
-              metadata.client.listShards(ListShardsRequest.builder().streamName(stream).maxResults(1).build())
-              StreamStatus.ACTIVE
-            } catch {
-              case d: KinesisException if code(d) == "AccessDeniedException" =>
-                readsDenied(where, config)
-                StreamStatus.UNKNOWN_TO_SDK_VERSION
+            try metadata.client.listShards(ListShardsRequest.builder().streamName(stream).maxResults(1).build())
+            catch {
+              case d: KinesisException if code(d) == "AccessDeniedException" => readsDenied(where, config)
             }
+            None
         }
-      if (status == StreamStatus.DELETING)
+      if (described.exists(_.streamStatus() == StreamStatus.DELETING))
         throw new IllegalArgumentException(
           s"Kinesis is deleting $where: it takes no more records. Write to another stream, or create it again " +
             "once it is gone."
         )
+      described.flatMap { d =>
+        try Some(metadata.layout(stream, d))
+        catch {
+          case scala.util.control.NonFatal(e) =>
+            log.info(s"The driver could not read the shards of $where (${e.getMessage}); the executors read them.")
+            None
+        }
+      }
     } catch {
       case e: KinesisException if PermanentErrors.isPermanent(code(e)) =>
         throw new IllegalArgumentException(s"${PermanentErrors.describe(code(e), where, message(e))} $DriverHint", e)
@@ -123,8 +141,10 @@ private[sparkkinesis] object StreamCheck {
         )
       case e: SdkServiceException =>
         log.warn(s"Could not check $where on the driver (${e.getMessage}); the query starts, its tasks will tell.")
+        None
       case e: SdkClientException =>
         log.warn(s"Could not check $where on the driver (${e.getMessage}); the query starts, its tasks will tell.")
+        None
     }
   }
 

@@ -7,7 +7,7 @@ import javax.net.ssl.TrustManager
 
 import org.slf4j.LoggerFactory
 import io.github.sparkkinesis.shaded.awssdk.auth.credentials.AwsCredentialsProvider
-import io.github.sparkkinesis.shaded.awssdk.core.client.config.ClientOverrideConfiguration
+import io.github.sparkkinesis.shaded.awssdk.core.client.config.{ClientOverrideConfiguration, SdkAdvancedClientOption}
 import io.github.sparkkinesis.shaded.awssdk.core.exception.SdkClientException
 import io.github.sparkkinesis.shaded.awssdk.http.SdkHttpConfigurationOption
 import io.github.sparkkinesis.shaded.awssdk.http.apache5.{Apache5HttpClient, ProxyConfiguration}
@@ -19,7 +19,8 @@ import io.github.sparkkinesis.shaded.awssdk.services.kinesis.model.{
   ListShardsRequest,
   RecordDistributionStrategy,
   ShardFilter,
-  ShardFilterType
+  ShardFilterType,
+  StreamDescriptionSummary
 }
 import io.github.sparkkinesis.shaded.awssdk.utils.AttributeMap
 
@@ -35,7 +36,8 @@ private[sparkkinesis] final class SdkStreamMetadata(
     config: ProducerConfig,
     credentials: AwsCredentialsProvider,
     callTimeout: Option[Duration] = None,
-    calls: ControlPlaneCalls = ControlPlaneCalls.uncounted
+    calls: ControlPlaneCalls = ControlPlaneCalls.uncounted,
+    userAgentSuffix: Option[String] = None
 ) extends StreamMetadata {
   import SdkStreamMetadata._
   import ControlPlaneCalls.ThrottleCode
@@ -74,6 +76,7 @@ private[sparkkinesis] final class SdkStreamMetadata(
           .builder()
           .apiCallAttemptTimeout(Duration.ofMillis(c.getRequestTimeout))
           .addExecutionInterceptor(calls.interceptor)
+        userAgentSuffix.foreach(o.putAdvancedOption(SdkAdvancedClientOption.USER_AGENT_SUFFIX, _))
         callTimeout.foreach(o.apiCallTimeout)
         o.build()
       }
@@ -83,11 +86,21 @@ private[sparkkinesis] final class SdkStreamMetadata(
     b.build()
   }
 
-  def layout(stream: String): StreamLayout =
-    try {
-      val (auto, maxRecordBytes) = summary(stream)
-      StreamLayout(auto, shardMap(stream), maxRecordBytes)
-    } catch {
+  def layout(stream: String): StreamLayout = readOrExplain {
+    val (auto, maxRecordBytes) = summary(stream)
+    StreamLayout(auto, shardMap(stream), maxRecordBytes)
+  }
+
+  /** The layout of `stream` whose `DescribeStreamSummary` answer the caller holds (the driver's check): one call fewer.
+    */
+  def layout(stream: String, described: StreamDescriptionSummary): StreamLayout = readOrExplain {
+    val (auto, maxRecordBytes) = interpret(stream, described)
+    StreamLayout(auto, shardMap(stream), maxRecordBytes)
+  }
+
+  private def readOrExplain(read: => StreamLayout): StreamLayout =
+    try read
+    catch {
       case e: KinesisException if e.awsErrorDetails() != null && e.awsErrorDetails().errorCode() == ThrottleCode =>
         calls.throttles.inc()
         throw new ThrottledRead(s"${e.awsErrorDetails().errorMessage()} ($ThrottleCode)", e)
@@ -140,19 +153,7 @@ private[sparkkinesis] final class SdkStreamMetadata(
   private def summary(stream: String): (Boolean, Long) =
     try {
       val s = client.describeStreamSummary(DescribeStreamSummaryRequest.builder().streamName(stream).build())
-      val d = s.streamDescriptionSummary()
-      val kib = d.maxRecordSizeInKiB()
-      if (kib == null)
-        RateLimitedLog.warn(
-          log,
-          s"dss-no-size-$stream",
-          s"DescribeStreamSummary of stream $stream names no MaxRecordSizeInKiB: the writer holds its records to " +
-            s"${StreamLayout.DefaultMaxRecordBytes} bytes (data and partition key), Kinesis' default."
-        )
-      (
-        d.recordDistributionStrategy() == RecordDistributionStrategy.AUTO,
-        if (kib == null) StreamLayout.DefaultMaxRecordBytes else kib.longValue * 1024L
-      )
+      interpret(stream, s.streamDescriptionSummary())
     } catch {
       case e: KinesisException
           if e.statusCode() == 400 && e.awsErrorDetails() != null &&
@@ -168,6 +169,21 @@ private[sparkkinesis] final class SdkStreamMetadata(
         )
         (false, StreamLayout.DefaultMaxRecordBytes)
     }
+
+  private def interpret(stream: String, d: StreamDescriptionSummary): (Boolean, Long) = {
+    val kib = d.maxRecordSizeInKiB()
+    if (kib == null)
+      RateLimitedLog.warn(
+        log,
+        s"dss-no-size-$stream",
+        s"DescribeStreamSummary of stream $stream names no MaxRecordSizeInKiB: the writer holds its records to " +
+          s"${StreamLayout.DefaultMaxRecordBytes} bytes (data and partition key), Kinesis' default."
+      )
+    (
+      d.recordDistributionStrategy() == RecordDistributionStrategy.AUTO,
+      if (kib == null) StreamLayout.DefaultMaxRecordBytes else kib.longValue * 1024L
+    )
+  }
 
   override def close(): Unit = client.close()
 }

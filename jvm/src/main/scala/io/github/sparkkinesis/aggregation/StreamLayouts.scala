@@ -24,6 +24,24 @@ private[sparkkinesis] object StreamLayout {
   val LargestRecordBytes: Long = 10L * 1024 * 1024
 }
 
+/** A stream's layout as the driver read it for a write, `ageMs` before the write's factory was made, shipped with it to
+  * the executors ([[StreamLayouts.adopt]]): the parts of a [[StreamLayout]], serializable.
+  */
+private[sparkkinesis] final case class ShippedLayout(
+    stream: String,
+    auto: Boolean,
+    shards: IndexedSeq[ShardRange],
+    maxRecordBytes: Long,
+    ageMs: Long
+) {
+  def layout: StreamLayout = StreamLayout(auto, ShardMap(shards), maxRecordBytes)
+}
+
+private[sparkkinesis] object ShippedLayout {
+  def apply(stream: String, layout: StreamLayout, ageMs: Long): ShippedLayout =
+    ShippedLayout(stream, layout.auto, layout.shards.shards, layout.maxRecordBytes, ageMs)
+}
+
 /** Reads stream layouts (`ListShards`, `DescribeStreamSummary`); unit tests substitute a fake. */
 private[sparkkinesis] trait StreamMetadata {
 
@@ -55,16 +73,26 @@ private[sparkkinesis] final class StreamState(val name: String) {
     rateShare
   }
   @volatile private[aggregation] var checkedAtNanos = 0L
+
+  /** When the layout held was read (by this producer, or by the driver for a write: [[StreamLayouts.adopt]]). */
+  @volatile private[aggregation] var layoutAtNanos = 0L
+
+  /** Whether this producer read the stream itself since it last adopted a shipped layout. */
+  @volatile private[aggregation] var readOwn = false
   @volatile private[aggregation] var retryAtNanos = 0L
   @volatile private[aggregation] var backoffMs = StreamLayouts.FirstBackoffMs
   private[aggregation] val refreshing = new AtomicBoolean()
 }
 
-/** The layouts of the streams written, read on a stream's first record (on the writer's thread), read again in
-  * `background` every `DescribeStreamSummaryIntervalMs` (the strategy may change either way, and a reshard shows there
-  * too) or when a record's key lies in no shard of the map; after a failed read, again after a backoff, jittered (a
-  * fleet of executors throttled together must not retry together). A new layout gets new buffers; the old ones are
-  * handed to `replaced`, to be sealed and sent. `jitter` draws from [0, 1).
+/** The layouts of the streams written. The driver reads a query's fixed stream for each write and ships it ([[adopt]]),
+  * so a fleet's executors do not read it each (the account has 20 `DescribeStreamSummary` a second); a stream without
+  * one (streams named per row, `driver_check=false`, a driver read that failed) is read on its first record (on the
+  * writer's thread). Either is read again in `background` when a record's key lies in no shard of the map or an
+  * aggregate landed elsewhere (the map is proven stale), and when no newer layout came within
+  * `DescribeStreamSummaryIntervalMs` (the strategy may change either way, and a reshard shows there too: a task that
+  * runs longer than the driver's interval); after a failed read, again after a backoff, jittered (a fleet of executors
+  * throttled together must not retry together). A new layout gets new buffers; the old ones are handed to `replaced`,
+  * to be sealed and sent. `jitter` draws from [0, 1).
   */
 private[sparkkinesis] final class StreamLayouts(
     metadata: StreamMetadata,
@@ -118,29 +146,31 @@ private[sparkkinesis] final class StreamLayouts(
         finally s.refreshing.set(false)
       }
 
+  /** Takes the layout the driver read for this write, `shipped.ageMs` ago, as if this producer had read it then, unless
+    * it holds one read later (after its map was proven stale). No call is made.
+    */
+  def adopt(shipped: ShippedLayout): Unit = {
+    val s = streams.computeIfAbsent(shipped.stream, n => new StreamState(n))
+    val readAt = clock.nanoTime() - shipped.ageMs * 1000000L
+    s.synchronized {
+      if (s.layout == null || readAt - s.layoutAtNanos > 0) {
+        install(s, shipped.layout, readAt)
+        s.checkedAtNanos = math.max(s.checkedAtNanos, readAt)
+        s.retryAtNanos = 0L
+      }
+      s.readOwn = false
+    }
+  }
+
+  /** Whether this producer read stream `name` itself since it last adopted a shipped layout of it. */
+  def readOwn(name: String): Boolean = { val s = streams.get(name); s != null && s.readOwn }
+
   /** Reads `s`'s layout now; on failure keeps the last one (or none: records go alone) and retries after a backoff. */
   def read(s: StreamState): Unit = s.synchronized {
-    val previous = s.buffers
+    s.readOwn = true
     try {
-      val layout = metadata.layout(s.name)
-      val old = s.layout
-      if (old == null || old.auto != layout.auto || old.shards.shards != layout.shards.shards) {
-        val share = s.share(clock, writers)
-        s.buffers = layout.shards.shards.map(sh => new ShardBuffer(s.name, sh, settings, clock, share)).toArray
-        s.layout = layout
-        // Records already waiting in the old map's buffers go now; their placement is checked as any other's.
-        replaced(previous)
-        log.info(
-          s"Stream ${s.name}: ${layout.shards.size} open shards" +
-            (if (layout.auto) ", RecordDistributionStrategy AUTO: records go alone, not aggregated" else "") +
-            s", records up to ${layout.maxRecordBytes} bytes"
-        )
-      } else if (old.maxRecordBytes != layout.maxRecordBytes) {
-        s.layout = layout // same shards: the buffers stay
-        log.info(s"Stream ${s.name}: records up to ${layout.maxRecordBytes} bytes (was ${old.maxRecordBytes})")
-      }
+      install(s, metadata.layout(s.name), clock.nanoTime())
       s.checkedAtNanos = clock.nanoTime()
-      s.backoffMs = FirstBackoffMs
     } catch {
       case scala.util.control.NonFatal(e) =>
         val waitMs = jittered(s.backoffMs)
@@ -162,6 +192,29 @@ private[sparkkinesis] final class StreamLayouts(
         )
         s.backoffMs = math.min(MaxBackoffMs, s.backoffMs * 3 / 2)
     }
+  }
+
+  /** Makes `layout`, read at `readAtNanos`, `s`'s: new buffers when its shards or strategy changed. */
+  private def install(s: StreamState, layout: StreamLayout, readAtNanos: Long): Unit = {
+    val old = s.layout
+    if (old == null || old.auto != layout.auto || old.shards.shards != layout.shards.shards) {
+      val previous = s.buffers
+      val share = s.share(clock, writers)
+      s.buffers = layout.shards.shards.map(sh => new ShardBuffer(s.name, sh, settings, clock, share)).toArray
+      s.layout = layout
+      // Records already waiting in the old map's buffers go now; their placement is checked as any other's.
+      replaced(previous)
+      log.info(
+        s"Stream ${s.name}: ${layout.shards.size} open shards" +
+          (if (layout.auto) ", RecordDistributionStrategy AUTO: records go alone, not aggregated" else "") +
+          s", records up to ${layout.maxRecordBytes} bytes"
+      )
+    } else if (old.maxRecordBytes != layout.maxRecordBytes) {
+      s.layout = layout // same shards: the buffers stay
+      log.info(s"Stream ${s.name}: records up to ${layout.maxRecordBytes} bytes (was ${old.maxRecordBytes})")
+    }
+    s.layoutAtNanos = readAtNanos
+    s.backoffMs = FirstBackoffMs
   }
 
   /** Half of `backoffMs` and up to as much again at random ("equal jitter"): never less than half the backoff. */

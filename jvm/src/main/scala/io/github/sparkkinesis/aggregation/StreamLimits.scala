@@ -20,6 +20,9 @@ private[sparkkinesis] final class StreamLimits(
 
   def maxRecordBytes(stream: String, readNow: Boolean): Long = layouts.maxRecordBytes(stream, readNow)
 
+  def adopt(shipped: Seq[ShippedLayout]): Unit = shipped.foreach(layouts.adopt)
+  def readOwn(stream: String): Boolean = layouts.readOwn(stream)
+
   def close(): Unit = {
     background.shutdownNow()
     layouts.close()

@@ -47,6 +47,12 @@ private[sparkkinesis] final class WriterAggregator(
     */
   def expectWriters(n: Int): Unit = layouts.writers = n
 
+  /** The layouts the driver read for the task's write ([[StreamLayouts.adopt]]). */
+  def adopt(shipped: Seq[ShippedLayout]): Unit = shipped.foreach(layouts.adopt)
+
+  /** Whether this producer read `stream` itself since its last shipped layout (the driver then reads it again). */
+  def readOwn(stream: String): Boolean = layouts.readOwn(stream)
+
   /** Takes `p` into an aggregate, or sends it alone (see the class comment). Runs on the writer's thread; the first
     * record of a stream reads its layout there.
     */

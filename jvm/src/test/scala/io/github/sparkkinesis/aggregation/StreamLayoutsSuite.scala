@@ -69,4 +69,32 @@ class StreamLayoutsSuite extends AnyFunSuite {
     assert(l("s").layout == whole && metadata.reads == 21)
     assert(backoff == StreamLayouts.MaxBackoffMs, "twenty throttles reach the cap")
   }
+
+  test("a shipped layout is taken without a call; the producer reads only when its map is proven stale or ages") {
+    val clock = new FakeClock
+    val metadata = new Throttling(0)
+    val l = layouts(metadata, clock, new Said, jitter = 0.0)
+    l.adopt(ShippedLayout("s", FakeMetadata.even(4), ageMs = 1000))
+    assert(l("s").layout.shards.shards == FakeMetadata.even(4).shards.shards && metadata.reads == 0)
+    clock.advanceMs(settings.recheckMs - 1000)
+    l.recheckIfDue(l("s"))
+    assert(metadata.reads == 0 && !l.readOwn("s"), "the driver's read is as fresh as one of the producer's own")
+    clock.advanceMs(1)
+    l.recheckIfDue(l("s"))
+    assert(metadata.reads == 1 && l.readOwn("s"), "none newer within the interval: the producer reads")
+    assert(l("s").layout eq whole)
+
+    // A layout the driver read before the producer's own read does not undo it; one read after does.
+    l.adopt(ShippedLayout("s", FakeMetadata.even(4), ageMs = 10))
+    assert((l("s").layout eq whole) && !l.readOwn("s"))
+    clock.advanceMs(20)
+    l.adopt(ShippedLayout("s", FakeMetadata.even(4), ageMs = 10))
+    assert(l("s").layout.shards.size == 4 && metadata.reads == 1)
+  }
+
+  test("a stream never shipped is read on its first record, as before") {
+    val metadata = new Throttling(0)
+    val l = layouts(metadata, new FakeClock, new Said, jitter = 0.0)
+    assert((l("t").layout eq whole) && metadata.reads == 1 && l.readOwn("t"))
+  }
 }

@@ -1,0 +1,52 @@
+"""Queries on ``local-cluster`` with a growing count of executor JVMs, one after another in this process, each writing
+its own stream through ``format("kinesis")`` or ``foreach``: what Kinesis' control plane sees of each is counted by the
+test's fault front, by stream.
+
+Run through tests/probe.py. Config: runs (a list of {executors, entry, stream, input, checkpoint, metrics_dir}),
+writer_options (the fault front's endpoint, no credentials on a command line), jars. Says RAN per run, with the
+executors registered and the micro-batches written; then DONE.
+"""
+
+from __future__ import annotations
+
+import probe
+import spark_kinesis  # noqa: F401  (installs the foreach hook)
+from helpers import poll
+from pyspark.sql import functions as F
+from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit.emulator import loopback_session_builder
+
+
+def main() -> None:
+    cfg = probe.config()
+    for run in cfg["runs"]:
+        e = run["executors"]
+        master = f"local-cluster[{e},1,1024]"
+        spark = loopback_session_builder(master, "calls-probe", cfg["jars"], run["metrics_dir"]).getOrCreate()
+        try:
+            spark.sparkContext.setLogLevel("ERROR")
+            sc = spark.sparkContext._jsc.sc()  # its executors' memory status counts the driver too
+            poll(f"{e} executors registered", lambda sc=sc, e=e: sc.getExecutorMemoryStatus().size() == e + 1, 180.0)
+            df = (
+                spark.readStream.schema("id LONG, pk STRING, b64 STRING")
+                .option("maxFilesPerTrigger", 1)
+                .json(run["input"])
+                .repartition(2 * e)  # every executor writes in every batch
+                .select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
+            )
+            writer = KinesisWriter(stream_name=run["stream"], **cfg["writer_options"])
+            w = df.writeStream
+            w = w.foreach(writer) if run["entry"] == "foreach" else w.format("kinesis").options(**writer.options())
+            q = w.option("checkpointLocation", run["checkpoint"]).trigger(availableNow=True).start()
+            q.awaitTermination()
+            batches = sum(1 for p in q.recentProgress if p["numInputRows"] > 0)
+            probe.say(
+                "RAN", {"executors": e, "registered": sc.getExecutorMemoryStatus().size() - 1, "batches": batches}
+            )
+        finally:
+            spark.stop()
+    probe.done()
+
+
+if __name__ == "__main__":
+    main()
