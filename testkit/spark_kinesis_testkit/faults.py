@@ -592,9 +592,10 @@ class FaultFront:
         if op in _CONTROL_PLANE:
             key = f"{op}/{_caller(request.headers.get('User-Agent', ''))}"
             self._control_calls[key] = self._control_calls.get(key, 0) + 1
-            named = self._control_by_stream.setdefault(_stream_name(_control_body(request, body)), {})
+            named_stream = _stream_name(_control_body(request, body))
+            named = self._control_by_stream.setdefault(named_stream, {})
             named[key] = named.get(key, 0) + 1
-            if not self._control_admitted(op, request, body):
+            if not self._control_admitted(op, named_stream):
                 self._stats["control_plane_throttled"] += 1
                 self._control_throttled[key] = self._control_throttled.get(key, 0) + 1
                 return _error(400, "LimitExceededException", f"Rate exceeded for {op} under this account.")
@@ -630,12 +631,12 @@ class FaultFront:
             return await self._put_record(request, body)
         return await self._forward(request, body)
 
-    def _control_admitted(self, op: str, request: web.Request, body: bytes) -> bool:
+    def _control_admitted(self, op: str, stream: str) -> bool:
         describe, list_shards = self._control_limits
         limit = describe if op == "DescribeStreamSummary" else list_shards
         if limit is None:
             return True
-        scope = "stream:" + _stream_name(_control_body(request, body)) if op == "ListShards" else ""  # "": the account
+        scope = "stream:" + stream if op == "ListShards" else ""  # "": the account
         rate = self._control_rates.setdefault(scope, _Rate(limit))
         return rate.take(time.monotonic())
 

@@ -29,6 +29,12 @@ private[sparkkinesis] sealed trait Credentials extends Serializable {
 
 private[sparkkinesis] object Credentials {
 
+  /** Closes a provider the caller made for its own calls (the driver's check and reads), if it holds anything. */
+  def close(provider: AwsCredentialsProvider): Unit = provider match {
+    case c: AutoCloseable => c.close()
+    case _                =>
+  }
+
   /** The SDK's default chain: env vars, system properties, web identity, profile, container, IMDS. */
   case object DefaultChain extends Credentials {
     // Not the SDK's shared instance (`create()`), which keeps the first source that worked: each producer looks anew,

@@ -5,7 +5,7 @@ import java.time.Duration
 import org.slf4j.LoggerFactory
 import io.github.sparkkinesis.shaded.awssdk.auth.credentials.AwsCredentialsProvider
 
-import io.github.sparkkinesis.aggregation.{ShippedLayout, StreamLayout}
+import io.github.sparkkinesis.aggregation.{ShippedLayout, StreamLayout, StreamLayouts}
 
 /** A query's fixed stream as the driver reads it, shipped with each write (each micro-batch's or epoch's writer
   * factory, each serialized `foreach` writer) so that its executors need not read it themselves:
@@ -75,7 +75,7 @@ private[sparkkinesis] final class DriverLayouts(
       try result = read(name)
       catch {
         case t: aggregation.ThrottledRead if layout == null && clock() - deadline < 0 =>
-          val waitMs = math.min(backoffMs / 2 + (jitter() * (backoffMs / 2)).toLong, (deadline - clock()) / 1000000L)
+          val waitMs = math.min(StreamLayouts.jittered(backoffMs, jitter()), (deadline - clock()) / 1000000L)
           log.info(s"Reading stream $name on the driver was throttled (${t.getMessage}); trying again in $waitMs ms")
           sleepMs(math.max(1L, waitMs))
           backoffMs = backoffMs * 3 / 2
@@ -121,10 +121,6 @@ private[sparkkinesis] object DriverLayouts {
       val m = metadata(config, provider)
       try m.layout(stream)
       finally m.close()
-    } finally
-      provider match {
-        case c: AutoCloseable => c.close()
-        case _                =>
-      }
+    } finally Credentials.close(provider)
   }
 }

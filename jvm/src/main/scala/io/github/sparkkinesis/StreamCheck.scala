@@ -73,11 +73,7 @@ private[sparkkinesis] object StreamCheck {
                   finally metadata.close()
               }
           }
-        finally
-          provider match {
-            case c: AutoCloseable => c.close()
-            case _                =>
-          }
+        finally Credentials.close(provider)
     }
 
   private def skip(stream: String, e: Throwable): Option[StreamLayout] = {

@@ -173,7 +173,7 @@ private[sparkkinesis] final class StreamLayouts(
       s.checkedAtNanos = clock.nanoTime()
     } catch {
       case scala.util.control.NonFatal(e) =>
-        val waitMs = jittered(s.backoffMs)
+        val waitMs = jittered(s.backoffMs, jitter())
         s.retryAtNanos = clock.nanoTime() + waitMs * 1000000L
         s.checkedAtNanos = clock.nanoTime()
         val why = e match {
@@ -217,9 +217,6 @@ private[sparkkinesis] final class StreamLayouts(
     s.backoffMs = FirstBackoffMs
   }
 
-  /** Half of `backoffMs` and up to as much again at random ("equal jitter"): never less than half the backoff. */
-  private def jittered(backoffMs: Long): Long = backoffMs / 2 + (jitter() * (backoffMs / 2)).toLong
-
   def close(): Unit =
     try metadata.close()
     catch { case scala.util.control.NonFatal(e) => log.debug("Closing the shard-map client failed", e) }
@@ -231,4 +228,9 @@ private[sparkkinesis] object StreamLayouts {
   /** The first wait after a failed read; each further failure waits half as long again, up to [[MaxBackoffMs]]. */
   val FirstBackoffMs = 1000L
   val MaxBackoffMs = 30000L
+
+  /** Half of `backoffMs` and up to as much again by `draw` in [0, 1) ("equal jitter"): never less than half the
+    * backoff, and readers throttled together do not retry together.
+    */
+  def jittered(backoffMs: Long, draw: Double): Long = backoffMs / 2 + (draw * (backoffMs / 2)).toLong
 }
