@@ -654,10 +654,16 @@ SHARE_KEY = "scale_throttled_share_e"  # + executors: throttled records over rec
 STEADY_KEY = "scale_throttled_share_steady_e"  # the same in the runs' steady windows (median)
 
 
-def _by_executors(sm: dict[str, Any], prefix: str) -> str:
-    """The summary's shares keyed ``prefix`` + executors, as "executors: share", fewest executors first."""
+CALLS_KEY = "scale_calls_per_executor_min_e"  # control-plane calls per executor per minute (median of the runs)
+
+
+DESCRIBE_KEY = "scale_executor_describe_calls_e"  # DescribeStreamSummary calls from executors, all runs
+
+
+def _by_executors(sm: dict[str, Any], prefix: str, form: str = ".2%") -> str:
+    """The summary's figures keyed ``prefix`` + executors, as "executors: figure", fewest executors first."""
     found = sorted((int(k[len(prefix) :]), v) for k, v in sm.items() if k.startswith(prefix))
-    return ", ".join(f"{e}: {v:.2%}" for e, v in found)
+    return ", ".join(f"{e}: {v:{form}}" for e, v in found)
 
 
 def render_scale(p: dict[str, Any]) -> str:
@@ -716,6 +722,13 @@ def render_scale(p: dict[str, Any]) -> str:
         f"Two executors over one, no quotas: rate {_m(sm.get('two_executors_vs_one'), 2, '×')}, CPU per record "
         f"{_m(sm.get('two_executors_cpu_vs_one'), 2, '×')}.\n"
     )
+    calls, describes = _by_executors(sm, CALLS_KEY, ".2f"), _by_executors(sm, DESCRIBE_KEY, ",")
+    if calls:
+        out += (
+            "\nControl-plane calls per executor per minute (its writer's and its KPL daemon's, start-up included: "
+            f"each run writes a fresh stream), by executors: {calls}; `DescribeStreamSummary` calls from "
+            f"executors, all runs: {describes}.\n"
+        )
     return out
 
 

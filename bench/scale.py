@@ -25,6 +25,10 @@ Kinesis records the front throttled (an aggregate counts once) over the user rec
 most 0.5 % at 4 executors states it, over the whole run; ``throttled_share_steady`` the same over the steady window
 the link is measured on (``WINDOW``), past the start. CPU is the executors' JVMs and daemons, net of a ``noop`` run of
 the same rows on the same executors (Spark's reading and row building); the driver is not counted.
+Each run also counts the control-plane calls the front saw for its stream, by caller (``control_plane``: the driver, the
+executors' writers, their KPL daemons), and ``executor_calls_per_min``: the executors' calls per executor per minute of
+the run (start-up included: each run writes a fresh stream), which the driver's reads keep from growing with the
+executors (docs/configuration.md, "Large fleets").
 
 Then, without quotas (kinesalite at full speed over TLS, nothing throttled or retried): the cost curve of
 one executor from 4 to 256 shards, with the id as key and with ``partitioner="fixed"`` (one key per Spark
@@ -279,8 +283,11 @@ def one_run(
         "producer_idle_timeout_ms": 3_600_000,
     }
     opts["kpl"] = {**opts["kpl"], "RateLimit": rate_limit(per_shard)}
+    started = time.monotonic()
     with FrontSampler(front, root=int(side.hello["jvm_pid"])) as fs:
         r = side.run(variant, f"s{size}", size, up.pid, stream=stream, writer=opts, per_trigger=e)
+    minutes = (time.monotonic() - started) / 60
+    calls = front.control_plane_calls(stream=stream)
     rate = window_rate(fs.samples)
     r.update(
         executors=e,
@@ -295,6 +302,8 @@ def one_run(
         cpu_s_per_m_net=net_cpu(r, noop),
         cpu_s_per_m_steady=fs.steady_cpu_per_m(r["rows"], noop["cpu_s"]["executor_jvm"] / noop["rows"]),
         noop_cpu_s=noop["cpu_s"],
+        control_plane=calls,
+        executor_calls_per_min=executor_calls(calls) / e / minutes,
         verify=verify(up, stream, r["rows"], 1, 0, size),
     )
     up.delete_stream(stream)
@@ -303,9 +312,14 @@ def one_run(
         f"CPU-s/M net {r['cpu_s_per_m_net']:7.1f}, steady {r['cpu_s_per_m_steady'] or 0:7.1f}  "
         f"{r['records_per_s']:>8,.0f} rec/s throttled={fs.throttled:,} ({r['throttled_share']:.2%}, "
         f"steady {r['throttled_share_steady'] or 0:.2%}) "
-        f"failed={r['failed']}"
+        f"failed={r['failed']} control plane {r['executor_calls_per_min']:.2f} calls/executor/min {calls}"
     )
     return dict(r)
+
+
+def executor_calls(calls: dict[str, int], op: str = "") -> int:
+    """The executors' calls (writers and daemons) among the front's counts by ``"<operation>/<caller>"``."""
+    return sum(v for k, v in calls.items() if not k.endswith("/driver") and k.startswith(op))
 
 
 def summarise(result: dict[str, Any], sm: dict[str, Any]) -> None:
@@ -340,6 +354,12 @@ def summarise(result: dict[str, Any], sm: dict[str, Any]) -> None:
             steady = [r["throttled_share_steady"] for r in at_e if r.get("throttled_share_steady") is not None]
             if steady:  # the same in the steady windows: the runs' median
                 sm[f"scale_throttled_share_steady_e{e}"] = statistics.median(steady)
+            counted = [r for r in at_e if "control_plane" in r]
+            if counted:  # control-plane calls per executor per minute (the runs' median), and the account's kind
+                per_min = [r["executor_calls_per_min"] for r in counted]
+                sm[f"scale_calls_per_executor_min_e{e}"] = statistics.median(per_min)
+                dss = sum(executor_calls(r["control_plane"], "DescribeStreamSummary") for r in counted)
+                sm[f"scale_executor_describe_calls_e{e}"] = dss
     free = result.get("scale_free_runs", [])
     one = [
         r["records_per_s"]

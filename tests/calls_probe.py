@@ -4,14 +4,15 @@ test's fault front, by stream.
 
 Run through tests/probe.py. Config: runs (a list of {executors, entry, stream, input, checkpoint, metrics_dir}),
 writer_options (the fault front's endpoint, no credentials on a command line), jars. Says RAN per run, with the
-executors registered and the micro-batches written; then DONE.
+executors registered, the micro-batches written and the writer's totals (``writer.metrics()`` or the progress's sink
+metrics); then DONE.
 """
 
 from __future__ import annotations
 
 import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
-from helpers import poll
+from helpers import poll, sink_totals
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import loopback_session_builder
@@ -40,9 +41,9 @@ def main() -> None:
             q = w.option("checkpointLocation", run["checkpoint"]).trigger(availableNow=True).start()
             q.awaitTermination()
             batches = sum(1 for p in q.recentProgress if p["numInputRows"] > 0)
-            probe.say(
-                "RAN", {"executors": e, "registered": sc.getExecutorMemoryStatus().size() - 1, "batches": batches}
-            )
+            totals = writer.metrics() if run["entry"] == "foreach" else sink_totals(q)
+            registered = sc.getExecutorMemoryStatus().size() - 1
+            probe.say("RAN", {"executors": e, "registered": registered, "batches": batches, "totals": totals})
         finally:
             spark.stop()
     probe.done()

@@ -49,6 +49,12 @@ def test_sink_reports_records_and_bytes_without_backpressure(spark, kinesis, str
         "bytesSent": payload_bytes,
         "backpressureCycles": 0,
         "backpressureWaitMs": 0,
+        # The driver read the stream (its check's DescribeStreamSummary, the first layout's ListShards) and shipped it:
+        # the executors' writers read nothing (docs/configuration.md, "Large fleets").
+        "controlPlaneCalls": 0,
+        "controlPlaneThrottles": 0,
+        "driverControlPlaneCalls": 2,
+        "driverControlPlaneThrottles": 0,
     }
     assert account(range(n), read_stream(kinesis.client(), stream)).missing == []
 

@@ -35,7 +35,7 @@ private[sparkkinesis] object Facts {
       s"""{"name": ${str(o.name)}, "type": ${str(o.kind)}, "default": $default, """ +
         s""""allowed": ${allowed.getOrElse("null")}, "secret": ${o.secret}, "doc": ${str(o.doc)}}"""
     }
-    val totals = TaskTotals.all.map { t =>
+    val totals = TaskTotals.every.map { t =>
       s"""{"name": ${str(t.name)}, "unit": ${str(t.unit)}, "description": ${str(t.description)}}"""
     }
     val platforms = Platforms.all.map { p =>

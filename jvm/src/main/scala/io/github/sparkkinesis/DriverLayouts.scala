@@ -15,12 +15,14 @@ import io.github.sparkkinesis.aggregation.{ShippedLayout, StreamLayout, StreamLa
   * when none newer came within the whole interval), and at the next write after an executor reported that it read the
   * stream itself (its map was proven stale: an aggregate landed elsewhere, a record over the limit). A failed read
   * ships the last layout, or none (the executors then read their own, as with per-row streams or `driver_check=false`,
-  * which ship nothing); reads are at least [[MinReadIntervalMs]] apart. `clock` gives nanoseconds.
+  * which ship nothing); reads are at least [[MinReadIntervalMs]] apart. After each, `counted` takes the calls made (the
+  * writer's driver totals). `clock` gives nanoseconds.
   */
 private[sparkkinesis] final class DriverLayouts(
     options: KinesisWriterOptions,
     first: Option[StreamLayout],
     read: String => StreamLayout,
+    counted: () => Unit = () => (),
     clock: () => Long = () => System.nanoTime(),
     sleepMs: Long => Unit = ms => Thread.sleep(ms),
     jitter: () => Double = () => java.util.concurrent.ThreadLocalRandom.current().nextDouble()
@@ -37,6 +39,11 @@ private[sparkkinesis] final class DriverLayouts(
 
   /** What a write ships: the stream's layout, read again first if due. */
   def forWrite(): Seq[ShippedLayout] = synchronized {
+    try shipping()
+    finally counted()
+  }
+
+  private def shipping(): Seq[ShippedLayout] =
     stream.toSeq.flatMap { name =>
       val now = clock()
       val due = layout == null || stale || now - readAtNanos >= refreshNanos
@@ -61,7 +68,6 @@ private[sparkkinesis] final class DriverLayouts(
       }
       Option(layout).map(l => ShippedLayout(name, l, (clock() - readAtNanos) / 1000000L)).toSeq
     }
-  }
 
   /** `read(name)`; while the driver has no layout to ship, a throttled read is tried again after a jittered wait (half
     * a second up to a second, then half as long again each time), for up to [[FirstReadWaitMs]]: a write that ships
@@ -101,24 +107,41 @@ private[sparkkinesis] object DriverLayouts {
   /** What the driver's calls add to their User-Agent, so an account's logs (CloudTrail) tell them from executors'. */
   val UserAgent = "spark-kinesis-driver"
 
-  /** The driver's layouts of `options`' stream, the first from the start check (`first`). */
-  def apply(options: KinesisWriterOptions, first: Option[StreamLayout]): DriverLayouts =
-    new DriverLayouts(options, first, name => readOnce(options.producer, name))
+  /** The driver's layouts of `options`' stream, the first from the start check (`first`); `calls` counts the driver's
+    * calls for the writer (the check's too), added to `accumulators` (the driver totals) after each write's read.
+    */
+  def apply(
+      options: KinesisWriterOptions,
+      first: Option[StreamLayout],
+      calls: ControlPlaneCalls,
+      accumulators: Option[WriterAccumulators]
+  ): DriverLayouts =
+    new DriverLayouts(
+      options,
+      first,
+      name => readOnce(options.producer, name, calls),
+      () => accumulators.foreach(_.addDriver(calls.claim()))
+    )
 
-  /** A client for the driver's calls, each bounded by [[StreamCheck.TimeoutMs]]. */
-  def metadata(config: ProducerConfig, credentials: AwsCredentialsProvider): SdkStreamMetadata =
+  /** A client for the driver's calls, each bounded by [[StreamCheck.TimeoutMs]] and counted by `calls`. */
+  def metadata(
+      config: ProducerConfig,
+      credentials: AwsCredentialsProvider,
+      calls: ControlPlaneCalls
+  ): SdkStreamMetadata =
     new SdkStreamMetadata(
       config,
       credentials,
       Some(Duration.ofMillis(StreamCheck.TimeoutMs)),
+      calls,
       userAgentSuffix = Some(UserAgent)
     )
 
   /** One read with a client and credentials of its own, closed after (a read every few minutes keeps nothing open). */
-  private def readOnce(config: ProducerConfig, stream: String): StreamLayout = {
+  private def readOnce(config: ProducerConfig, stream: String, calls: ControlPlaneCalls): StreamLayout = {
     val provider = config.credentials.provider(config.region)
     try {
-      val m = metadata(config, provider)
+      val m = metadata(config, provider, calls)
       try m.layout(stream)
       finally m.close()
     } finally Credentials.close(provider)

@@ -56,8 +56,9 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
   private val parsed = KinesisWriterOptions.parse(options)
   // Once per query, when its first write is planned (after the schema's checks): KinesisWriter.checkBeforeStart, whose
   // read of the stream is the first its writes ship (DriverLayouts).
-  private lazy val checked: Option[StreamLayout] = KinesisWriter.checkBeforeStart(parsed)
-  private lazy val layouts: DriverLayouts = DriverLayouts(parsed, checked)
+  private lazy val checked: Option[StreamLayout] = KinesisWriter.checkBeforeStart(parsed, driverCalls)
+  private lazy val layouts: DriverLayouts = DriverLayouts(parsed, checked, driverCalls, accumulators)
+  private val driverCalls = ControlPlaneCalls() // the driver's control-plane calls for this query (its totals)
   // One set per query: the streaming engine builds a new Write for every micro-batch.
   private lazy val accumulators: Option[WriterAccumulators] = WriterAccumulators.register(parsed.label)
 

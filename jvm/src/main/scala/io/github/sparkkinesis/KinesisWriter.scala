@@ -23,7 +23,8 @@ object KinesisWriter {
     */
   def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
     val prepared = prepare(options.asScala.toMap, schema)
-    val first = checkBeforeStart(prepared.options)
+    val calls = ControlPlaneCalls() // the driver's, for this writer
+    val first = checkBeforeStart(prepared.options, calls)
     val p = knowing(prepared, first)
     new KinesisForeachWriter(
       p.options,
@@ -31,7 +32,7 @@ object KinesisWriter {
       p.accumulators,
       foreachReplay(p.options),
       WriterCount.of(),
-      DriverLayouts(p.options, first)
+      DriverLayouts(p.options, first, calls, p.accumulators)
     )
   }
 
@@ -48,16 +49,19 @@ object KinesisWriter {
   /** What the driver can see of a write's first failures, checked when the query starts (after its options and schema):
     * the stream itself ([[StreamCheck]]) and, in local mode (the KPL daemon then runs on this host), whether the daemon
     * can run here ([[DaemonCheck.environment]]). Mistakes are `IllegalArgumentException`s naming the fix. Returns the
-    * stream's layout when the check could read it ([[DriverLayouts]]).
+    * stream's layout when the check could read it ([[DriverLayouts]]); `calls` counts the check's calls.
     */
-  private[sparkkinesis] def checkBeforeStart(options: KinesisWriterOptions): Option[StreamLayout] = {
+  private[sparkkinesis] def checkBeforeStart(
+      options: KinesisWriterOptions,
+      calls: ControlPlaneCalls
+  ): Option[StreamLayout] = {
     val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
     // local[...] runs the tasks in this JVM; local-cluster[...] on this host, in JVMs of their own.
     val local = session.exists(_.sparkContext.master.startsWith("local"))
     if (local)
       try DaemonCheck.environment(options.producer)
       catch { case e: KinesisWriteException => throw new IllegalArgumentException(e.getMessage, e) }
-    StreamCheck.run(options, local)
+    StreamCheck.run(options, local, calls)
   }
 
   /** What every entry point checks and builds on the driver: options, the row layout, the driver-side totals. */

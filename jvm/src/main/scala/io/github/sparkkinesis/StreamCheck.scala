@@ -47,10 +47,15 @@ private[sparkkinesis] object StreamCheck {
     * stream's layout when the driver could read it (its `DescribeStreamSummary` is the check's own call), for
     * [[DriverLayouts]] to ship with the first write.
     */
-  def run(options: KinesisWriterOptions, local: Boolean): Option[StreamLayout] =
-    if (!options.driverCheck) None else options.streamName.flatMap(run(_, options.producer, local))
+  def run(options: KinesisWriterOptions, local: Boolean, calls: ControlPlaneCalls): Option[StreamLayout] =
+    if (!options.driverCheck) None else options.streamName.flatMap(run(_, options.producer, local, calls))
 
-  private def run(stream: String, config: ProducerConfig, local: Boolean): Option[StreamLayout] =
+  private def run(
+      stream: String,
+      config: ProducerConfig,
+      local: Boolean,
+      calls: ControlPlaneCalls
+  ): Option[StreamLayout] =
     Try(config.credentials.provider(config.region)) match {
       case Failure(e)        => skip(stream, e)
       case Success(provider) =>
@@ -59,7 +64,7 @@ private[sparkkinesis] object StreamCheck {
           Try(provider.resolveCredentials()) match {
             case Failure(e) => skip(stream, e)
             case Success(_) =>
-              Try(DriverLayouts.metadata(config, provider)) match {
+              Try(DriverLayouts.metadata(config, provider, calls)) match {
                 case Failure(e: IllegalArgumentException) if local => throw e // the executors' host: their trust too
                 case Failure(e: IllegalArgumentException) =>
                   log.info(

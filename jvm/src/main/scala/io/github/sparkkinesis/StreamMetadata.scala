@@ -36,7 +36,7 @@ private[sparkkinesis] final class SdkStreamMetadata(
     config: ProducerConfig,
     credentials: AwsCredentialsProvider,
     callTimeout: Option[Duration] = None,
-    calls: ControlPlaneCalls = ControlPlaneCalls.uncounted,
+    calls: ControlPlaneCalls = ControlPlaneCalls(),
     userAgentSuffix: Option[String] = None
 ) extends StreamMetadata {
   import SdkStreamMetadata._
@@ -102,7 +102,7 @@ private[sparkkinesis] final class SdkStreamMetadata(
     try read
     catch {
       case e: KinesisException if e.awsErrorDetails() != null && e.awsErrorDetails().errorCode() == ThrottleCode =>
-        calls.throttles.inc()
+        calls.throttled()
         throw new ThrottledRead(s"${e.awsErrorDetails().errorMessage()} ($ThrottleCode)", e)
       case e: SdkClientException if e.getMessage != null && e.getMessage.startsWith("Unable to unmarshall") =>
         throw new IllegalStateException(

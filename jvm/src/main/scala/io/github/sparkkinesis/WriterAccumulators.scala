@@ -4,19 +4,37 @@ import org.apache.spark.SparkContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.util.LongAccumulator
 
-/** One of a task's totals: its name (the accumulator `kinesis.<label>.<name>`, the DataSource V2 custom metric, the key
-  * of `writer.metrics()` and of the progress's sink metrics), its unit, what it counts (the SQL tab shows it) and how
-  * it is read from the task's state, on the task's own thread.
+/** One of a writer's totals: its name (the accumulator `kinesis.<label>.<name>`, the key of `writer.metrics()` and of
+  * the progress's sink metrics), its unit and what it counts. A [[TaskTotal]] is each task's, a [[DriverTotal]] the
+  * driver's own.
+  */
+private[sparkkinesis] sealed trait Total {
+  def name: String
+  def unit: String
+  def description: String
+}
+
+/** A task's total, also a DataSource V2 custom metric (the SQL tab shows its description), read from the task's state
+  * on the task's own thread.
   */
 private[sparkkinesis] final case class TaskTotal(
     name: String,
     unit: String,
     description: String,
     of: WriterState => Long
-)
+) extends Total
 
-/** The task totals: the one list behind the accumulators, the DataSource V2 custom metrics and, through the facts
-  * resource (`Facts`, build code in jvm/src/facts), Python's `writer.metrics()` docstring and the docs' check.
+/** A total of the driver's own work for a writer (no task reports it: not on the SQL tab). */
+private[sparkkinesis] final case class DriverTotal(
+    name: String,
+    unit: String,
+    description: String,
+    of: ControlPlaneCount => Long
+) extends Total
+
+/** The totals: the one list behind the accumulators, the DataSource V2 custom metrics (the task totals) and, through
+  * the facts resource (`Facts`, build code in jvm/src/facts), Python's `writer.metrics()` docstring and the docs'
+  * check.
   */
 private[sparkkinesis] object TaskTotals {
 
@@ -24,15 +42,27 @@ private[sparkkinesis] object TaskTotals {
     * record), that is exactly what Kinesis confirmed. Read just before the commit (the DataSource V2 metrics, which
     * Spark keeps only if that commit succeeds), the records still pending count as sent: the commit then confirms them,
     * or fails the task (with fail_on_error=false, one that fails during the commit's flush counts as sent there). A
-    * task that does not commit fails, and Spark drops its accumulator updates.
+    * task that does not commit fails, and Spark drops its accumulator updates. The control-plane calls are its
+    * producer's (its executor JVM's writer), each counted by one task ([[ControlPlaneCalls.claim]]).
     */
   val all: Seq[TaskTotal] = Seq(
     TaskTotal("recordsSent", "records", "Kinesis records confirmed", s => s.written - s.failedCount.sum),
     TaskTotal("recordsFailed", "records", "Kinesis records failed", _.failedCount.sum),
     TaskTotal("bytesSent", "bytes", "Kinesis payload bytes confirmed", s => s.writtenBytes - s.failedBytes.sum),
     TaskTotal("backpressureCycles", "wait steps", "Kinesis backpressure wait steps", _.cycles),
-    TaskTotal("backpressureWaitMs", "ms", "Kinesis backpressure wait (ms)", _.blockedNanos / 1000000L)
+    TaskTotal("backpressureWaitMs", "ms", "Kinesis backpressure wait (ms)", _.blockedNanos / 1000000L),
+    TaskTotal("controlPlaneCalls", "calls", "Kinesis control-plane calls (executors)", _.controlPlane().calls),
+    TaskTotal("controlPlaneThrottles", "calls", "Kinesis control-plane calls throttled", _.controlPlane().throttles)
   )
+
+  /** The driver's calls for the writer: its start check and the layouts it ships ([[DriverLayouts]]). */
+  val driver: Seq[DriverTotal] = Seq(
+    DriverTotal("driverControlPlaneCalls", "calls", "Kinesis control-plane calls (driver)", _.calls),
+    DriverTotal("driverControlPlaneThrottles", "calls", "Kinesis control-plane calls throttled (driver)", _.throttles)
+  )
+
+  /** Every total, the tasks' first. */
+  val every: Seq[Total] = all ++ driver
 
   val names: Seq[String] = all.map(_.name)
 }
@@ -42,14 +72,18 @@ private[sparkkinesis] object TaskTotals {
   * count confirmed records of successful tasks.
   */
 private[sparkkinesis] final class WriterAccumulators private (
-    accumulators: Seq[LongAccumulator] // in the order of TaskTotals.all
+    accumulators: Seq[LongAccumulator] // in the order of TaskTotals.every
 ) extends Serializable {
 
   private[sparkkinesis] def add(s: WriterState): Unit =
     TaskTotals.all.zip(accumulators).foreach { case (t, a) => a.add(t.of(s)) }
 
-  /** The totals of every finished task so far, by name. */
-  def totals: Seq[(String, Long)] = TaskTotals.names.zip(accumulators.map(_.sum))
+  /** Driver side: the driver's own calls for the writer. */
+  private[sparkkinesis] def addDriver(c: ControlPlaneCount): Unit =
+    TaskTotals.driver.zip(accumulators.drop(TaskTotals.all.size)).foreach { case (t, a) => a.add(t.of(c)) }
+
+  /** The totals of every finished task so far, and the driver's, by name. */
+  def totals: Seq[(String, Long)] = TaskTotals.every.map(_.name).zip(accumulators.map(_.sum))
 
   def json: String = totals.map { case (k, v) => s""""$k": $v""" }.mkString("{", ", ", "}")
 }
@@ -63,5 +97,5 @@ private[sparkkinesis] object WriterAccumulators {
     SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).map(s => register(s.sparkContext, label))
 
   def register(sc: SparkContext, label: String): WriterAccumulators =
-    new WriterAccumulators(TaskTotals.names.map(name => sc.longAccumulator(s"kinesis.$label.$name")))
+    new WriterAccumulators(TaskTotals.every.map(t => sc.longAccumulator(s"kinesis.$label.${t.name}")))
 }

@@ -35,6 +35,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   var writtenBytes = 0L
   var blockedNanos = 0L
   private var puts = 0L
+  private var controlPlaneClaimed = ControlPlaneCount.zero
   // Set before the task's first put (skip on replay, docs/reliability.md); null when the mode is off.
   var replay: TaskReplay = null
   // Task-thread only: each stream this task wrote to, and when it first did (a refusal seen since fails the task).
@@ -52,6 +53,14 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
 
   /** A record sent alone confirmed; its fingerprint, taken when it was put. */
   def confirmed(h1: Long, h2: Long): Unit = if (replay != null) replay.confirmed(h1, h2)
+
+  /** The control-plane calls of this task's producer that this task counts (task thread): the ones made since another
+    * task last claimed them, added to what it claimed before ([[ControlPlaneCalls.claim]]).
+    */
+  def controlPlane(): ControlPlaneCount = {
+    controlPlaneClaimed += metrics.controlPlane.claim()
+    controlPlaneClaimed
+  }
 
   /** A start time for 1 in LatencySampleEvery records (0 = not sampled): `nanoTime` is not free. */
   def latencyStart(): Long = {

@@ -40,6 +40,25 @@ class DataWriterSuite extends AnyFunSuite {
     assert(fakes.pool.live.head.refs == 0, "commit then close releases the producer once")
   }
 
+  test("the producer's control-plane calls are counted once, by the task that reports next") {
+    val fakes = new FakePool
+    val first = dataWriter(fakes)
+    first.write(irow("a", "1"))
+    val calls = fakes.pool.live.head.metrics.controlPlane
+    def call(): Unit = calls.interceptor.beforeTransmission(null, null)
+    def metrics(w: KinesisDataWriter) = w.currentMetricsValues().map(m => m.name() -> m.value()).toMap
+    call(); call(); calls.throttled()
+    val second = dataWriter(fakes) // the same producer: the JVM's calls are its tasks' to share
+    second.write(irow("b", "2"))
+    assert(fakes.pool.live.size == 1)
+    assert(metrics(first)("controlPlaneCalls") == 2 && metrics(first)("controlPlaneThrottles") == 1)
+    call() // say, a background read while both run
+    assert(metrics(second)("controlPlaneCalls") == 1 && metrics(second)("controlPlaneThrottles") == 0)
+    assert(metrics(first)("controlPlaneCalls") == 2, "a task's count only grows by calls no task reported")
+    assert(calls.calls.getCount == 3 && calls.throttles.getCount == 1, "the producer's metrics count them all")
+    first.abort(); second.abort()
+  }
+
   test("streaming - abort gives the producer back without waiting; a failure surfaces in commit") {
     val fakes = new FakePool
     val w = dataWriter(fakes)

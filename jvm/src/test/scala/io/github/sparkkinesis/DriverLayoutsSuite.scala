@@ -14,6 +14,7 @@ class DriverLayoutsSuite extends AnyFunSuite {
     var fail = false
     var throttles = 0
     var slept = Vector.empty[Long]
+    var counted = 0
     val layouts = new DriverLayouts(
       TestWriters.options(Map("kpl.DescribeStreamSummaryIntervalMs" -> intervalMs.toString) ++ extra),
       first,
@@ -26,6 +27,7 @@ class DriverLayoutsSuite extends AnyFunSuite {
         }
         FakeMetadata.even(reads)
       },
+      () => counted += 1,
       () => nowNanos,
       ms => { slept :+= ms; advanceMs(ms) },
       () => 0.0
@@ -40,6 +42,7 @@ class DriverLayoutsSuite extends AnyFunSuite {
     assert(f.reads == 0 && shipped.map(s => (s.stream, s.shards.size, s.ageMs)) == Seq(("s", 4, intervalMs / 2 - 1)))
     f.advanceMs(1)
     assert(f.layouts.forWrite().map(s => (s.shards.size, s.ageMs)) == Seq((1, 0L)) && f.reads == 1)
+    assert(f.counted == 2, "each write hands on the calls made (the driver's totals)")
   }
 
   test("a stream an executor read itself is read again at the next write, at most once a second") {

@@ -184,7 +184,7 @@ class OptionsSuite extends AnyFunSuite {
     val text =
       try scala.io.Source.fromInputStream(in, "UTF-8").mkString
       finally in.close()
-    val names = KinesisWriterOptions.table.map(_.name) ++ KplSettings.all.map(_.name) ++ TaskTotals.names
+    val names = KinesisWriterOptions.table.map(_.name) ++ KplSettings.all.map(_.name) ++ TaskTotals.every.map(_.name)
     assert(names.filterNot(n => text.contains(s""""$n"""")) == Nil)
     assert(text.contains(""""expected": "at least 1 (records outstanding in the KPL per executor JVM)", "min": 1"""))
   }

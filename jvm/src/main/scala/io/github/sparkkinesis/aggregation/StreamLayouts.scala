@@ -147,7 +147,8 @@ private[sparkkinesis] final class StreamLayouts(
       }
 
   /** Takes the layout the driver read for this write, `shipped.ageMs` ago, as if this producer had read it then, unless
-    * it holds one read later (after its map was proven stale). No call is made.
+    * it holds one read later (after its map was proven stale: that read stays to be reported, [[readOwn]], until the
+    * driver ships one newer). No call is made.
     */
   def adopt(shipped: ShippedLayout): Unit = {
     val s = streams.computeIfAbsent(shipped.stream, n => new StreamState(n))
@@ -157,8 +158,8 @@ private[sparkkinesis] final class StreamLayouts(
         install(s, shipped.layout, readAt)
         s.checkedAtNanos = math.max(s.checkedAtNanos, readAt)
         s.retryAtNanos = 0L
+        s.readOwn = false
       }
-      s.readOwn = false
     }
   }
 
