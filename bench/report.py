@@ -654,7 +654,10 @@ SHARE_KEY = "scale_throttled_share_e"  # + executors: throttled records over rec
 STEADY_KEY = "scale_throttled_share_steady_e"  # the same in the runs' steady windows (median)
 
 
-CALLS_KEY = "scale_calls_per_executor_min_e"  # control-plane calls per executor per minute (median of the runs)
+CALLS_KEY = "scale_calls_per_executor_e"  # the executors' control-plane calls per executor in a run (median)
+
+
+CALLS_MIN_KEY = "scale_calls_per_executor_min_e"  # the same a minute, in the runs' steady windows (median)
 
 
 DESCRIBE_KEY = "scale_executor_describe_calls_e"  # DescribeStreamSummary calls from executors, all runs
@@ -725,9 +728,10 @@ def render_scale(p: dict[str, Any]) -> str:
     calls, describes = _by_executors(sm, CALLS_KEY, ".2f"), _by_executors(sm, DESCRIBE_KEY, ",")
     if calls:
         out += (
-            "\nControl-plane calls per executor per minute (its writer's and its KPL daemon's, start-up included: "
-            f"each run writes a fresh stream), by executors: {calls}; `DescribeStreamSummary` calls from "
-            f"executors, all runs: {describes}.\n"
+            "\nControl-plane calls of each executor (its writer's and its KPL daemon's) in a run, start-up included "
+            f"(each run writes a fresh stream), by executors: {calls}; a minute in the steady windows: "
+            f"{_by_executors(sm, CALLS_MIN_KEY, '.2f') or '–'}; `DescribeStreamSummary` calls from executors, all "
+            f"runs: {describes}.\n"
         )
     return out
 

@@ -26,9 +26,10 @@ most 0.5 % at 4 executors states it, over the whole run; ``throttled_share_stead
 the link is measured on (``WINDOW``), past the start. CPU is the executors' JVMs and daemons, net of a ``noop`` run of
 the same rows on the same executors (Spark's reading and row building); the driver is not counted.
 Each run also counts the control-plane calls the front saw for its stream, by caller (``control_plane``: the driver, the
-executors' writers, their KPL daemons), and ``executor_calls_per_min``: the executors' calls per executor per minute of
-the run (start-up included: each run writes a fresh stream), which the driver's reads keep from growing with the
-executors (docs/configuration.md, "Large fleets").
+executors' writers, their KPL daemons): the executors' per executor over the run (``executor_calls_per_executor``:
+start-up included, each run writing a fresh stream) and per executor per minute in the steady window
+(``executor_calls_per_min``), which the driver's reads keep from growing with the executors (docs/configuration.md,
+"Large fleets").
 
 Then, without quotas (kinesalite at full speed over TLS, nothing throttled or retried): the cost curve of
 one executor from 4 to 256 shards, with the id as key and with ``partitioner="fixed"`` (one key per Spark
@@ -131,12 +132,14 @@ def at(series: list[tuple[float, float]], t: float) -> float:
 
 class FrontSampler:
     """Admitted bytes at the fault front every 0.1 s, relative to the start; with ``root``, also the CPU seconds of
-    the executors' JVMs and KPL daemons below it (for the steady window's CPU per record)."""
+    the executors' JVMs and KPL daemons below it (for the steady window's CPU per record); with ``stream``, the
+    executors' control-plane calls naming it."""
 
-    def __init__(self, front: FaultFront, root: int | None = None) -> None:
-        self.front, self.root = front, root
+    def __init__(self, front: FaultFront, root: int | None = None, stream: str | None = None) -> None:
+        self.front, self.root, self.stream = front, root, stream
         self.samples: list[tuple[float, int]] = []
         self.throttles: list[tuple[float, float]] = []  # throttled Kinesis records so far
+        self.calls: list[tuple[float, float]] = []  # the executors' control-plane calls so far
         self.cpu: list[tuple[float, float]] = []
         self.base = front.stats()
         self._stop = threading.Event()
@@ -147,6 +150,8 @@ class FrontSampler:
         now = time.monotonic()
         self.samples.append((now, s["admitted_bytes"] - self.base["admitted_bytes"]))
         self.throttles.append((now, float(s["throttled_records"] - self.base["throttled_records"])))
+        if self.stream is not None:
+            self.calls.append((now, float(executor_calls(self.front.control_plane_calls(stream=self.stream)))))
         if self.root is not None:
             tree = procs.tree(self.root)
             kinds = ("executor_jvm", "kpl_daemon")
@@ -179,6 +184,14 @@ class FrontSampler:
         """Throttled Kinesis records over user records in the steady window."""
         throttled = self._steady(self.throttles)
         return None if throttled is None else throttled / ((WINDOW[1] - WINDOW[0]) * rows)
+
+    def steady_calls_per_min(self) -> float | None:
+        """The executors' control-plane calls a minute in the steady window (all executors together)."""
+        calls = self._steady(self.calls)
+        if calls is None:
+            return None
+        ta, tb = crossing(self.samples, WINDOW[0]), crossing(self.samples, WINDOW[1])
+        return calls / (tb - ta) * 60 if tb > ta else None
 
     def steady_cpu_per_m(self, rows: int, noop_s_per_row: float) -> float | None:
         """CPU-s per million records in the steady window (executors' JVMs and daemons, net of Spark's generation)."""
@@ -283,11 +296,10 @@ def one_run(
         "producer_idle_timeout_ms": 3_600_000,
     }
     opts["kpl"] = {**opts["kpl"], "RateLimit": rate_limit(per_shard)}
-    started = time.monotonic()
-    with FrontSampler(front, root=int(side.hello["jvm_pid"])) as fs:
+    with FrontSampler(front, root=int(side.hello["jvm_pid"]), stream=stream) as fs:
         r = side.run(variant, f"s{size}", size, up.pid, stream=stream, writer=opts, per_trigger=e)
-    minutes = (time.monotonic() - started) / 60
     calls = front.control_plane_calls(stream=stream)
+    steady_calls = fs.steady_calls_per_min()
     rate = window_rate(fs.samples)
     r.update(
         executors=e,
@@ -303,7 +315,8 @@ def one_run(
         cpu_s_per_m_steady=fs.steady_cpu_per_m(r["rows"], noop["cpu_s"]["executor_jvm"] / noop["rows"]),
         noop_cpu_s=noop["cpu_s"],
         control_plane=calls,
-        executor_calls_per_min=executor_calls(calls) / e / minutes,
+        executor_calls_per_executor=executor_calls(calls) / e,
+        executor_calls_per_min=None if steady_calls is None else steady_calls / e,
         verify=verify(up, stream, r["rows"], 1, 0, size),
     )
     up.delete_stream(stream)
@@ -312,7 +325,7 @@ def one_run(
         f"CPU-s/M net {r['cpu_s_per_m_net']:7.1f}, steady {r['cpu_s_per_m_steady'] or 0:7.1f}  "
         f"{r['records_per_s']:>8,.0f} rec/s throttled={fs.throttled:,} ({r['throttled_share']:.2%}, "
         f"steady {r['throttled_share_steady'] or 0:.2%}) "
-        f"failed={r['failed']} control plane {r['executor_calls_per_min']:.2f} calls/executor/min {calls}"
+        f"failed={r['failed']} control plane {calls}, steady {r['executor_calls_per_min'] or 0:.2f} a minute each"
     )
     return dict(r)
 
@@ -355,9 +368,12 @@ def summarise(result: dict[str, Any], sm: dict[str, Any]) -> None:
             if steady:  # the same in the steady windows: the runs' median
                 sm[f"scale_throttled_share_steady_e{e}"] = statistics.median(steady)
             counted = [r for r in at_e if "control_plane" in r]
-            if counted:  # control-plane calls per executor per minute (the runs' median), and the account's kind
-                per_min = [r["executor_calls_per_min"] for r in counted]
-                sm[f"scale_calls_per_executor_min_e{e}"] = statistics.median(per_min)
+            if counted:  # the executors' control-plane calls: per executor in a run, and a minute in the steady window
+                each = [r["executor_calls_per_executor"] for r in counted]
+                sm[f"scale_calls_per_executor_e{e}"] = statistics.median(each)
+                per_min = [r["executor_calls_per_min"] for r in counted if r["executor_calls_per_min"] is not None]
+                if per_min:
+                    sm[f"scale_calls_per_executor_min_e{e}"] = statistics.median(per_min)
                 dss = sum(executor_calls(r["control_plane"], "DescribeStreamSummary") for r in counted)
                 sm[f"scale_executor_describe_calls_e{e}"] = dss
     free = result.get("scale_free_runs", [])
