@@ -172,12 +172,16 @@ class FrontSampler:
         self._sample()
         self.throttled = self.front.stats()["throttled_records"] - self.base["throttled_records"]
 
+    def _window(self) -> tuple[float, float]:
+        """When the steady window (``WINDOW``) began and ended: it holds ``hi - lo`` of the run's admitted bytes, so
+        that share of its records."""
+        return crossing(self.samples, WINDOW[0]), crossing(self.samples, WINDOW[1])
+
     def _steady(self, series: list[tuple[float, float]]) -> float | None:
-        """How much ``series`` grew in the steady window (``WINDOW``: it holds ``hi - lo`` of the run's admitted bytes,
-        so that share of its records); None without enough samples."""
+        """How much ``series`` grew in the steady window; None without enough samples."""
         if len(series) < 3 or self.samples[-1][1] <= 0:
             return None
-        ta, tb = crossing(self.samples, WINDOW[0]), crossing(self.samples, WINDOW[1])
+        ta, tb = self._window()
         return at(series, tb) - at(series, ta)
 
     def steady_throttled_share(self, rows: int) -> float | None:
@@ -190,7 +194,7 @@ class FrontSampler:
         calls = self._steady(self.calls)
         if calls is None:
             return None
-        ta, tb = crossing(self.samples, WINDOW[0]), crossing(self.samples, WINDOW[1])
+        ta, tb = self._window()
         return calls / (tb - ta) * 60 if tb > ta else None
 
     def steady_cpu_per_m(self, rows: int, noop_s_per_row: float) -> float | None:

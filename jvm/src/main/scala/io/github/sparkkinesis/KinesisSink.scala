@@ -54,11 +54,11 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
     with ReportsSinkMetrics {
   // Parsed when the query starts (start() or save()): an option mistake fails there, before any task.
   private val parsed = KinesisWriterOptions.parse(options)
+  private val driverCalls = ControlPlaneCalls() // the driver's control-plane calls for this query (its totals)
   // Once per query, when its first write is planned (after the schema's checks): KinesisWriter.checkBeforeStart, whose
   // read of the stream is the first its writes ship (DriverLayouts).
   private lazy val checked: Option[StreamLayout] = KinesisWriter.checkBeforeStart(parsed, driverCalls)
   private lazy val layouts: DriverLayouts = DriverLayouts(parsed, checked, driverCalls, accumulators)
-  private val driverCalls = ControlPlaneCalls() // the driver's control-plane calls for this query (its totals)
   // One set per query: the streaming engine builds a new Write for every micro-batch.
   private lazy val accumulators: Option[WriterAccumulators] = WriterAccumulators.register(parsed.label)
 
