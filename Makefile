@@ -22,10 +22,11 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/de
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test test-lines test-localstack release-check sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
+.PHONY: test test-extended test-lines test-localstack release-check sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
 
 help:
-	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 (full) and Spark 3.5 (every_line)"
+	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 and Spark 3.5 (every_line), but for make test-extended's"
+	@echo "make test-extended - what make test leaves to CI: the fault scenarios, the class-path matrix, the install paths (markers faults, platforms, install), same two legs"
 	@echo "make test-lines - the README's first example on every pyspark release LINES_PYSPARK lists, a venv each (~20 min)"
 	@echo "make test-localstack - the e2e tests marked localstack on LocalStack through Testcontainers (a Docker engine, started here if need be)"
 	@echo "make demo   - the same query without a bound and with queue_limit behind shard quotas (~2 min): live lines, a plot, every record checked"
@@ -107,25 +108,44 @@ $(JAR_STAMP): $(JVM_SOURCES)
 unit:
 	$(SBT) test </dev/null
 
-# Two legs on one build: the full suite on the default Spark 4 line, and the tests marked every_line on pyspark 3.5
+# What `make test` leaves to `make test-extended` (CI runs both; on GitHub each on a runner of its own): the tests whose
+# cost is their scenario, not the code they cover: the fault scenarios (`faults`: kills, outages, restarts from a
+# checkpoint), the class-path matrix beside platforms' jars (`platforms`: 3 GB of jars) and the install paths (`install`:
+# a fresh venv, spark-submit --packages; `make release-check` installs what a tag publishes too). One marker expression:
+# `make test` runs its complement, so every test runs in exactly one of the two, on the same leg either way.
+EXTENDED := faults or platforms or install
+
+# Two pytest legs on one build: the tests on the default Spark 4 line, and the tests marked every_line on pyspark 3.5
 # (Scala 2.12 jar) beside it at a lower CPU priority, so it uses what the first leaves idle (its output follows the
-# first's). Tests marked spark35_leg (line-independent code) run on the second leg only, which ends minutes earlier.
-# Both run even if one fails; either failing fails the target. The JVM build and Scala tests run while the venvs and
-# the emulator are set up (one make -j).
+# first's). Tests marked spark35_leg (line-independent code) run on the second leg only, which ends earlier. Both run even
+# if one fails; either failing fails the target. $(1): the target's name (its reports' and logs' suffix), $(2): the
+# marker expression both legs add to theirs.
+define TWO_LEGS
+	@status=0; \
+	leg35="== leg spark3.5$(1): pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m '(every_line or spark35_leg) and not lines and ($(2))' =="; \
+	echo "$$leg35 (runs beside the next leg; its output follows it)"; \
+	( nice -n 5 $(PY35) -m pytest tests -m "(every_line or spark35_leg) and not lines and ($(2))" --junitxml=.cache/reports/junit-spark3.5$(1).xml $(PYTEST_ARGS) \
+	  > .cache/leg-spark3.5$(1).log 2>&1; \
+	  echo $$? > .cache/leg-spark3.5$(1).rc ) & \
+	echo "== leg spark4$(1): pyspark $$($(PY) -c 'import pyspark; print(pyspark.__version__)'), -m 'not spark35_leg and not lines and ($(2))' =="; \
+	$(PY) -m pytest tests -m "not spark35_leg and not lines and ($(2))" --junitxml=.cache/reports/junit-spark4$(1).xml $(PYTEST_ARGS) || status=1; \
+	wait; echo "$$leg35"; cat .cache/leg-spark3.5$(1).log; \
+	[ "$$(cat .cache/leg-spark3.5$(1).rc)" = 0 ] || status=1; \
+	exit $$status
+endef
+
+# The JVM build and Scala tests run while the venvs and the emulator are set up (one make -j).
 test:
 	mkdir -p .cache
-	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl platform-jars sbt-test
-	@status=0; \
-	leg35="== leg spark3.5: pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m '(every_line or spark35_leg) and not lines' =="; \
-	echo "$$leg35 (runs beside the next leg; its output follows it)"; \
-	( nice -n 5 $(PY35) -m pytest tests -m "(every_line or spark35_leg) and not lines" --junitxml=.cache/reports/junit-spark3.5.xml $(PYTEST_ARGS) \
-	  > .cache/leg-spark3.5.log 2>&1; \
-	  echo $$? > .cache/leg-spark3.5.rc ) & \
-	echo "== leg spark4: pyspark $$($(PY) -c 'import pyspark; print(pyspark.__version__)'), full suite but spark35_leg and lines =="; \
-	$(PY) -m pytest tests -m "not spark35_leg and not lines" --junitxml=.cache/reports/junit-spark4.xml $(PYTEST_ARGS) || status=1; \
-	wait; echo "$$leg35"; cat .cache/leg-spark3.5.log; \
-	[ "$$(cat .cache/leg-spark3.5.rc)" = 0 ] || status=1; \
-	exit $$status
+	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl sbt-test
+	$(call TWO_LEGS,,not ($(EXTENDED)))
+
+# Not part of `make test` (.ci/run runs it after; on GitHub a job of its own): the tests marked $(EXTENDED), on the
+# same two legs.
+test-extended:
+	mkdir -p .cache
+	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl platform-jars jar
+	$(call TWO_LEGS,-extended,$(EXTENDED))
 
 # The pyspark releases `make test-lines` runs the README's first example on (`foreach` and `format("kinesis")`, streaming
 # and batch; tests marked `lines`), each in a venv of its own: the first and the newest 3.5 (EMR 7 runs 3.5.0-3.5.6),

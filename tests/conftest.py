@@ -84,6 +84,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "install: builds and installs artifacts (wheel, --packages)")
     config.addinivalue_line("markers", "bad_input: one bad option, schema, row or environment and its error")
     config.addinivalue_line("markers", "faults: a fault scenario (throttling, outages, kills) with id accounting")
+    config.addinivalue_line(
+        "markers", "platforms: the writer beside a platform's jars on the class path (platform-jars)"
+    )
     config.addinivalue_line("markers", "every_line: also runs on the Spark 3.5 leg of `make test` (pyspark 3.5)")
     config.addinivalue_line(
         "markers", "lines: `make test-lines` runs these on every pyspark release it lists, and `make test` does not"

@@ -26,7 +26,8 @@ from probe import run_probe
 from spark_kinesis_testkit.emulator import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, REGION, read_stream
 from spark_kinesis_testkit.moto_server import S3A_JARS, MotoServer
 
-pytestmark = pytest.mark.e2e
+# `platforms`: `make test-extended` runs these (with the 3 GB of platform jars it fetches), `make test` does not.
+pytestmark = [pytest.mark.e2e, pytest.mark.platforms]
 
 PLATFORM_JARS = ROOT / ".cache" / "platform-jars"
 N = 120

@@ -367,12 +367,17 @@ def user_records_in(data: bytes) -> int:
     return 1 if message is None else len(message.records)
 
 
-def iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iterator[dict[str, Any]]:
+def iter_shard(
+    client: Any, stream: str, shard_id: str, idle_polls: int, max_polls: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """A shard's records from TRIM_HORIZON, until ``idle_polls`` reads in a row find none, or after ``max_polls`` reads:
+    a shard still being written to may never read empty, and a poll wants what is there, not what keeps coming."""
     it = client.get_shard_iterator(StreamName=stream, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON")[
         "ShardIterator"
     ]
-    empty = 0
-    while it and empty < idle_polls:
+    empty = polls = 0
+    while it and empty < idle_polls and (max_polls is None or polls < max_polls):
+        polls += 1
         resp = client.get_records(ShardIterator=it, Limit=10000)
         recs = resp["Records"]
         yield from recs
@@ -380,21 +385,22 @@ def iter_shard(client: Any, stream: str, shard_id: str, idle_polls: int) -> Iter
         it = resp.get("NextShardIterator")
 
 
-def read_stream(client: Any, stream: str, idle_polls: int = 2) -> list[UserRecord]:
+def read_stream(client: Any, stream: str, idle_polls: int = 2, max_polls: int | None = None) -> list[UserRecord]:
     """Read every record of every shard from TRIM_HORIZON and deaggregate with ``aws-kinesis-agg``: a plain reader,
     which keeps every sub-record wherever it was read (for missing and duplicates). What a KCL consumer receives is
     ``kcl.read_stream_kcl``'s: the KCL's own code.
 
     aws-kinesis-agg gives a sub-record without an explicit hash key the aggregate's first one (it reads the index
     without asking whether it is set); the KCL does not. Each sub-record's own is taken from the same protobuf message,
-    parsed with aws-kinesis-agg's class."""
+    parsed with aws-kinesis-agg's class. ``max_polls`` bounds the reads per shard (``iter_shard``): a poll of a stream
+    still being written to."""
     from aws_kinesis_agg import deaggregator  # first: it puts its folder on sys.path for its generated modules
 
     out: list[UserRecord] = []
     shards = client.list_shards(StreamName=stream)["Shards"]
     for shard in shards:
         sid = shard["ShardId"]
-        for raw in iter_shard(client, stream, sid, idle_polls):
+        for raw in iter_shard(client, stream, sid, idle_polls, max_polls):
             arrival = raw.get("ApproximateArrivalTimestamp")
             arrival_s = arrival.timestamp() if arrival is not None else None
             message = aggregate_of(raw["Data"])
