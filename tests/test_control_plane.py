@@ -75,6 +75,7 @@ def test_control_plane_calls_are_counted_and_a_throttled_one_fails_no_write(
 
 
 @pytest.mark.e2e
+@pytest.mark.spark35_leg  # line-independent (the reads and where they run): the leg of `make test` that has room
 def test_executors_add_no_control_plane_calls(kinesis, stream, tmp_path):
     """local-cluster with 2, then 4 executor JVMs (``format``; then 2 through ``foreach``), each writing a 4-shard
     stream of its own in four micro-batches:

@@ -84,7 +84,9 @@ def write_file(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("entry", entries(every_line="foreach"))
+# Spark 4 only: what a record's size decides is line-independent (the unit tests run it on every line), and the emulator
+# takes these 14 MiB at 1-2 MB/s (a minute of `make test`'s Spark 3.5 leg).
+@pytest.mark.parametrize("entry", entries())
 def test_mixed_sizes_up_to_10_mib_round_trip(spark, kinesis, front, stream, tmp_path, entry):
     raise_limit(front, stream)
     # 100 B to 10 MiB; id 6 is exactly the limit with its key ("user-6": 6 bytes).
