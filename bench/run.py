@@ -839,11 +839,13 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     scale.summarise(result, sm)
     jm = result.get("jmh", [])
     if jm:
-        # The writer as users get it: the limit check on, aggregation='writer' (the default).
+        # The writer as users get it: the limit check on, aggregation='writer' (the default), 100 B rows.
         default = [
             r
             for r in jm
-            if str(r["params"].get("limit", "on")) in ("on", "true") and r["params"].get("aggregation") == "writer"
+            if str(r["params"].get("limit", "on")) in ("on", "true")
+            and r["params"].get("aggregation") == "writer"
+            and str(r["params"].get("payloadBytes", "100")) == "100"
         ]
         sm["hot_path_ns"] = (default or jm)[0]["ns_per_op"]
     return sm

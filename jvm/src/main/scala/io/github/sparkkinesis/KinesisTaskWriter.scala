@@ -78,8 +78,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
           val key = record.partitionKey.getBytes(StandardCharsets.UTF_8)
           val hashKey =
             if (record.explicitHashKey != null) HashKey.ofDecimal(record.explicitHashKey) else HashKey.ofKeyBytes(key)
-          a.add(WriterAggregation.pending(record, s, bytes, start, hashKey, key.length))
-        case Some(a) => a.add(WriterAggregation.pending(record, s, bytes, start, null, 0)) // keyless (AUTO): alone
+          a.add(WriterAggregation.pending(record, s, bytes, start, hashKey, key))
+        case Some(a) => a.add(WriterAggregation.pending(record, s, bytes, start, null, null)) // keyless (AUTO): alone
         case None    => KinesisTaskWriter.putAlone(producer.client, record, s, bytes, start)
       }
     catch {

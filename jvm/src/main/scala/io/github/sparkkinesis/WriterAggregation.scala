@@ -38,14 +38,16 @@ private[sparkkinesis] object WriterAggregation {
       p.id.toString
     )
 
-  /** `record` of the task `owner` as the aggregation takes it; `key` null for a record without a partition key. */
+  /** `record` of the task `owner` as the aggregation takes it; `key` and `keyUtf8` null for a record without a
+    * partition key.
+    */
   def pending(
       record: KinesisRecord,
       owner: WriterState,
       bytes: Int,
       start: Long,
       key: HashKey,
-      keyBytes: Int
+      keyUtf8: Array[Byte]
   ): Pending = {
     val p = new Pending(
       record.stream,
@@ -56,7 +58,7 @@ private[sparkkinesis] object WriterAggregation {
       bytes,
       start,
       key,
-      keyBytes
+      keyUtf8
     )
     // Skip on replay: the fingerprint goes with the record, taken before the aggregation may send (and confirm) it.
     if (owner.replay != null) owner.replay.fingerprint(p)

@@ -6,7 +6,8 @@ import io.github.sparkkinesis.shaded.kpl.UserRecordResult
 
 /** A user record from `write` until its confirmation, while the writer aggregates it: the record, what completing it
   * needs (its owner, size and latency start), where Kinesis places it (`key`: null for a record without a partition
-  * key, which goes alone) and where it sits in its aggregate (its indices into the aggregate's key tables).
+  * key, which goes alone), its partition key's UTF-8 bytes (taken for `key`, kept for the aggregate's key table; null
+  * without a key) and where it sits in its aggregate (its indices into the aggregate's key tables).
   */
 private[sparkkinesis] final class Pending(
     val stream: String,
@@ -17,8 +18,10 @@ private[sparkkinesis] final class Pending(
     val bytes: Int,
     val startNanos: Long,
     val key: HashKey,
-    val keyBytes: Int
+    val keyUtf8: Array[Byte]
 ) {
+  def keyBytes: Int = if (keyUtf8 == null) 0 else keyUtf8.length
+
   private[aggregation] var keyIndex = 0
   private[aggregation] var hashKeyIndex = -1
   // The host's 128-bit digest of the record's content, taken while the record is built (its data is read there

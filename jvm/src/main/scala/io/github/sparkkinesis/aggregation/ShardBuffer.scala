@@ -2,8 +2,6 @@ package io.github.sparkkinesis.aggregation
 
 import scala.collection.mutable.ArrayBuffer
 
-import io.github.sparkkinesis.compat.CollectionConverters._
-
 /** The records waiting for one shard of one stream, encoded into an aggregate when sealed ([[SealRule]] says when); and
   * the shard's way out: its quota and the sealed aggregates waiting for it. Its lock guards all of it: [[Pacing]] sends
   * a shard's aggregates under it, so they reach the producer in order.
@@ -19,10 +17,15 @@ private[sparkkinesis] final class ShardBuffer(
     this(stream, shard, settings, clock, new RateShare(clock))
 
   private var entries = new ArrayBuffer[Pending]()
-  private var keys = new java.util.LinkedHashMap[String, Integer]()
-  private var hashKeys = new java.util.LinkedHashMap[String, Integer]()
+  // The open aggregate's key tables: each distinct key once, in order of first use, and its index. Cleared, not
+  // replaced, by a seal: the maps keep their capacity for the next aggregate.
+  private val keys = new java.util.HashMap[String, Integer]()
+  private val keyTable = new ArrayBuffer[Array[Byte]]()
+  private val hashKeys = new java.util.HashMap[String, Integer]()
+  private val hashKeyTable = new ArrayBuffer[String]()
   private var size = AggregateFormat.FrameBytes.toLong
   private var owners = new ArrayBuffer[RecordOwner](4)
+  private var lastOwner: RecordOwner = null // the last record's: most records follow one of the same task
   private var firstKeyBytes = 0
 
   /** Bumped by every seal, so a linger ticket for an aggregate sealed meanwhile does nothing. */
@@ -41,50 +44,69 @@ private[sparkkinesis] final class ShardBuffer(
   private[aggregation] val rule = new SealRule(settings, clock)
 
   /** Whether `p` alone (as the only record of an aggregate) fits `AggregationMaxSize`. */
-  def fitsAlone(p: Pending): Boolean = sizeWith(p, fresh = true) + p.keyBytes <= settings.maxSize
+  def fitsAlone(p: Pending): Boolean =
+    sizeWith(p, AggregateFormat.FrameBytes.toLong, null, 0, null, 0) + p.keyBytes <= settings.maxSize
 
-  private def sizeWith(p: Pending, fresh: Boolean): Long = {
-    val key = p.partitionKey
+  /** The aggregate's size (`base` so far) with `p` added: its key at index `known` (null: a new entry, index `next`),
+    * its explicit hash key likewise.
+    */
+  private def sizeWith(p: Pending, base: Long, known: Integer, next: Int, knownHk: Integer, nextHk: Int): Long = {
     val hk = p.explicitHashKey
-    val knownKey = !fresh && keys.containsKey(key)
-    val knownHk = hk == null || (!fresh && hashKeys.containsKey(hk))
-    val keyIndex = if (knownKey) keys.get(key).intValue else if (fresh) 0 else keys.size
-    val hkIndex = if (hk == null) -1 else if (knownHk) hashKeys.get(hk).intValue else if (fresh) 0 else hashKeys.size
-    (if (fresh) AggregateFormat.FrameBytes.toLong else size) +
-      (if (knownKey) 0 else AggregateFormat.tableEntryBytes(p.keyBytes)) +
-      (if (knownHk) 0 else AggregateFormat.tableEntryBytes(hk.length)) +
+    val keyIndex = if (known != null) known.intValue else next
+    val hkIndex = if (hk == null) -1 else if (knownHk != null) knownHk.intValue else nextHk
+    base +
+      (if (known != null) 0 else AggregateFormat.tableEntryBytes(p.keyBytes)) +
+      (if (hk == null || knownHk != null) 0 else AggregateFormat.tableEntryBytes(hk.length)) +
       AggregateFormat.recordBytes(keyIndex, hkIndex, p.bytes)
   }
 
   /** Adds `p` (the caller checked [[fitsAlone]]); returns the aggregates this sealed (the one `p` did not fit in, and
     * `p`'s own when it reached `AggregationMaxCount`) and whether the buffer went from empty to holding `p` (it then
-    * needs a linger ticket). Called under this buffer's lock.
+    * needs a linger ticket). Called under this buffer's lock. Looks each key up once (and adds it when new).
     */
   def add(p: Pending, out: ArrayBuffer[Aggregate]): Boolean = {
-    if (entries.nonEmpty && rule.overflows(sizeWith(p, fresh = false) + firstKeyBytes)) out += seal()
-    val opened = entries.isEmpty
-    p.keyIndex = indexIn(keys, p.partitionKey, p.keyBytes)
     val hk = p.explicitHashKey
-    p.hashKeyIndex = if (hk == null) -1 else indexIn(hashKeys, hk, hk.length)
+    var known = keys.get(p.partitionKey)
+    var knownHk = if (hk == null) null else hashKeys.get(hk)
+    if (
+      entries.nonEmpty &&
+      rule.overflows(sizeWith(p, size, known, keys.size, knownHk, hashKeys.size) + firstKeyBytes)
+    ) {
+      out += seal()
+      known = null
+      knownHk = null
+    }
+    val opened = entries.isEmpty
+    p.keyIndex = if (known != null) known.intValue else newEntry(keys, keyTable, p.partitionKey, p.keyUtf8, p.keyBytes)
+    p.hashKeyIndex =
+      if (hk == null) -1
+      else if (knownHk != null) knownHk.intValue
+      else newEntry(hashKeys, hashKeyTable, hk, hk, hk.length)
     size += AggregateFormat.recordBytes(p.keyIndex, p.hashKeyIndex, p.bytes)
     if (opened) firstKeyBytes = p.keyBytes
     entries += p
     rule.added(p.bytes.toLong + p.keyBytes, opened)
-    if (owners.isEmpty || !(owners.last eq p.owner) && !owners.exists(_ eq p.owner)) owners += p.owner
+    if (!(lastOwner eq p.owner)) {
+      if (!owners.exists(_ eq p.owner)) owners += p.owner
+      lastOwner = p.owner
+    }
     if (rule.full(entries.length)) out += seal()
     opened
   }
 
-  /** `s`'s index in a key table, adding it (and its bytes to the size) when new. */
-  private def indexIn(table: java.util.LinkedHashMap[String, Integer], s: String, bytes: Int): Int = {
-    val known = table.get(s)
-    if (known != null) known.intValue
-    else {
-      val i = table.size
-      size += AggregateFormat.tableEntryBytes(bytes)
-      table.put(s, i)
-      i
-    }
+  /** Adds key `s` (not in the table yet) as its next `entry`, of `bytes` bytes, and them to the size; its index. */
+  private def newEntry[T](
+      index: java.util.HashMap[String, Integer],
+      table: ArrayBuffer[T],
+      s: String,
+      entry: T,
+      bytes: Int
+  ): Int = {
+    val i = table.length
+    size += AggregateFormat.tableEntryBytes(bytes)
+    index.put(s, i)
+    table += entry
+    i
   }
 
   def isEmpty: Boolean = entries.isEmpty
@@ -101,15 +123,14 @@ private[sparkkinesis] final class ShardBuffer(
   /** Takes the buffered records out as one aggregate, encoded. Called under this buffer's lock. */
   def seal(): Aggregate = {
     val taken = entries.toArray
-    val a = new Aggregate(
-      this,
-      taken,
-      AggregateFormat.encode(taken, keys.keySet.asScala.toSeq, hashKeys.keySet.asScala.toSeq)
-    )
+    val a = new Aggregate(this, taken, AggregateFormat.encode(taken, keyTable, hashKeyTable))
     entries = new ArrayBuffer[Pending](math.max(16, a.entries.length))
-    keys = new java.util.LinkedHashMap[String, Integer]()
-    hashKeys = new java.util.LinkedHashMap[String, Integer]()
+    keys.clear()
+    keyTable.clear()
+    hashKeys.clear()
+    hashKeyTable.clear()
     owners = new ArrayBuffer[RecordOwner](4)
+    lastOwner = null
     size = AggregateFormat.FrameBytes.toLong
     generation += 1
     rule.wasSealed()

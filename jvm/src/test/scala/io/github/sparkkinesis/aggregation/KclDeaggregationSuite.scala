@@ -32,8 +32,8 @@ class KclDeaggregationSuite extends AnyFunSuite {
       val ehk = if (i % 4 == 0) HashKey.ofBigInteger(new java.math.BigInteger(128, rng.self)).toString else null
       val data = s"record-$i".getBytes(StandardCharsets.UTF_8)
       val hashKey = HashKey.of(key, ehk)
-      val keyBytes = key.getBytes(StandardCharsets.UTF_8).length
-      val p = new Pending("s", key, ehk, ByteBuffer.wrap(data), null, data.length, 0L, hashKey, keyBytes)
+      val keyUtf8 = key.getBytes(StandardCharsets.UTF_8)
+      val p = new Pending("s", key, ehk, ByteBuffer.wrap(data), null, data.length, 0L, hashKey, keyUtf8)
       val b = buffers(layout.indexOf(hashKey))
       b.add(p, sealedAggregates) // seals into sealedAggregates when full
     }

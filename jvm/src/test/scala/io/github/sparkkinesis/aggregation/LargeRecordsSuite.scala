@@ -29,7 +29,9 @@ class LargeRecordsSuite extends AnyFunSuite {
     val large = new LargeRecords(scheduler, o => sent.add(o.data.remaining()))
     val buffer = new ShardBuffer("s", FakeShard.all, settings, clock)
     def alone(bytes: Int) =
-      new Alone(new Pending("s", "k", null, java.nio.ByteBuffer.allocate(bytes), null, bytes, 0L, null, 1))
+      new Alone(
+        new Pending("s", "k", null, java.nio.ByteBuffer.allocate(bytes), null, bytes, 0L, null, Array[Byte](107))
+      )
     large.dispatch(buffer, alone(6 * MiB))
     large.dispatch(buffer, alone(6 * MiB)) // 4 MiB left in the burst: waits 2 s
     large.dispatch(buffer, alone(2 * MiB)) // behind it, in order

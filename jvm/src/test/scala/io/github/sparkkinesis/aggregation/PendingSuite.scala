@@ -18,7 +18,7 @@ class PendingSuite extends AnyFunSuite {
   }
 
   private def entry(owner: RecordOwner, bytes: Int) =
-    new Pending("s", "k", null, ByteBuffer.allocate(bytes), owner, bytes, 0L, null, 1)
+    new Pending("s", "k", null, ByteBuffer.allocate(bytes), owner, bytes, 0L, null, Array[Byte](107))
 
   test("a confirmation reaches each owner once per run of its records, before the run's success; a failure none") {
     val log = new StringBuilder

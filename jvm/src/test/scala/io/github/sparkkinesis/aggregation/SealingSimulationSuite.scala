@@ -1,6 +1,7 @@
 package io.github.sparkkinesis.aggregation
 
 import java.nio.ByteBuffer
+import java.nio.charset.StandardCharsets
 
 import scala.collection.mutable.ArrayBuffer
 
@@ -306,7 +307,17 @@ private object SealingSimulationSuite {
       val key = s"k${n % 97}"
       val data = ByteBuffer.allocate(RecordBytes).putInt(0, n)
       added += clock.nanoTime()
-      new Pending("s", key, null, data, owner, RecordBytes, clock.nanoTime(), HashKey.ofPartitionKey(key), key.length)
+      new Pending(
+        "s",
+        key,
+        null,
+        data,
+        owner,
+        RecordBytes,
+        clock.nanoTime(),
+        HashKey.ofPartitionKey(key),
+        key.getBytes(StandardCharsets.UTF_8)
+      )
     }
   }
 }

@@ -72,7 +72,7 @@ class HotPathBench extends NanoBench {
   @Param(Array("writer", "kpl"))
   var aggregation: String = _
 
-  @Param(Array("100"))
+  @Param(Array("100", "10240"))
   var payloadBytes: Int = _
 
   @Param(Array("1000"))
