@@ -1,6 +1,7 @@
 package io.github.sparkkinesis.aggregation
 
-import io.github.sparkkinesis.shaded.protobuf.CodedOutputStream
+import io.github.sparkkinesis.shaded.kpl.protobuf.Messages
+import io.github.sparkkinesis.shaded.protobuf.{CodedOutputStream, WireFormat}
 
 /** The KPL's aggregated-record format, as KCL consumers read it: a magic number, an `AggregatedRecord` protobuf (the
   * KPL's messages.proto: key tables, then records indexing into them) and the MD5 of that protobuf.
@@ -15,9 +16,9 @@ private[sparkkinesis] object AggregateFormat {
 
   /** Serializes `entries` (their key indices set) with the key tables: `keys` (the partition keys' UTF-8 bytes) and
     * `hashKeys` (decimal explicit hash keys, ASCII), in the order their indices count. Written field by field into one
-    * array, as the KPL's generated `AggregatedRecord` serializes (fields 1, 2 and 3, then each record's 1, 2 and 3; the
-    * unit tests hold the two byte for byte): the builders took half of sealing's time in the writer's profile at 100 B
-    * (a builder, a `ByteString` and a UTF-8 encoding per record; docs/benchmarks.md, "Hot path").
+    * array with protobuf's own encoder, as the KPL's generated `AggregatedRecord` serializes (the unit tests hold the
+    * two byte for byte): the builders took half of sealing's time in the writer's profile at 100 B (a builder, a
+    * `ByteString` and a UTF-8 encoding per record; docs/benchmarks.md, "Hot path").
     */
   def encode(
       entries: Array[Pending],
@@ -38,71 +39,35 @@ private[sparkkinesis] object AggregateFormat {
     }
     val out = new Array[Byte](FrameBytes + Math.toIntExact(n))
     System.arraycopy(Magic, 0, out, 0, Magic.length)
-    var at = Magic.length
+    val coded = CodedOutputStream.newInstance(out, Magic.length, n.toInt)
     i = 0
     while (i < keys.length) {
-      val k = keys(i)
-      at = varint(out, at, PartitionKeyTableTag)
-      at = varint(out, at, k.length.toLong)
-      System.arraycopy(k, 0, out, at, k.length)
-      at += k.length
-      i += 1
+      coded.writeByteArray(Messages.AggregatedRecord.PARTITION_KEY_TABLE_FIELD_NUMBER, keys(i)); i += 1
     }
     i = 0
     while (i < hashKeys.length) {
-      val h = hashKeys(i)
-      at = varint(out, at, ExplicitHashKeyTableTag)
-      at = varint(out, at, h.length.toLong)
-      var c = 0
-      while (c < h.length) { out(at + c) = h.charAt(c).toByte; c += 1 } // digits: one byte each in UTF-8
-      at += h.length
-      i += 1
+      coded.writeString(Messages.AggregatedRecord.EXPLICIT_HASH_KEY_TABLE_FIELD_NUMBER, hashKeys(i)); i += 1
     }
     i = 0
     while (i < entries.length) {
       val e = entries(i)
       val d = e.data
-      at = varint(out, at, RecordsTag)
-      at = varint(out, at, innerBytes(e.keyIndex, e.hashKeyIndex, e.bytes).toLong)
-      at = varint(out, at, KeyIndexTag)
-      at = varint(out, at, e.keyIndex.toLong)
-      if (e.hashKeyIndex >= 0) {
-        at = varint(out, at, HashKeyIndexTag)
-        at = varint(out, at, e.hashKeyIndex.toLong)
-      }
-      at = varint(out, at, DataTag)
-      at = varint(out, at, e.bytes.toLong)
-      if (d.hasArray) System.arraycopy(d.array(), d.arrayOffset() + d.position(), out, at, e.bytes)
-      else d.duplicate().get(out, at, e.bytes)
-      at += e.bytes
+      coded.writeTag(Messages.AggregatedRecord.RECORDS_FIELD_NUMBER, WireFormat.WIRETYPE_LENGTH_DELIMITED)
+      coded.writeUInt32NoTag(innerBytes(e.keyIndex, e.hashKeyIndex, e.bytes))
+      coded.writeUInt64(Messages.Record.PARTITION_KEY_INDEX_FIELD_NUMBER, e.keyIndex.toLong)
+      if (e.hashKeyIndex >= 0)
+        coded.writeUInt64(Messages.Record.EXPLICIT_HASH_KEY_INDEX_FIELD_NUMBER, e.hashKeyIndex.toLong)
+      coded.writeTag(Messages.Record.DATA_FIELD_NUMBER, WireFormat.WIRETYPE_LENGTH_DELIMITED)
+      coded.writeUInt32NoTag(e.bytes)
+      if (d.hasArray) coded.writeRawBytes(d.array(), d.arrayOffset() + d.position(), e.bytes)
+      else coded.writeRawBytes(d.duplicate())
       i += 1
     }
+    coded.checkNoSpaceLeft() // the sizes above and the bytes written agree
     val digest = HashKey.md5
-    digest.update(out, Magic.length, at - Magic.length)
-    digest.digest(out, at, 16)
+    digest.update(out, Magic.length, n.toInt)
+    digest.digest(out, Magic.length + n.toInt, 16)
     out
-  }
-
-  // The fields' tags (field number << 3 | wire type): AggregatedRecord's tables and records (length-delimited), a
-  // Record's key indices (varints) and data (length-delimited), as the KPL's messages.proto numbers them.
-  private val PartitionKeyTableTag = (1L << 3) | 2
-  private val ExplicitHashKeyTableTag = (2L << 3) | 2
-  private val RecordsTag = (3L << 3) | 2
-  private val KeyIndexTag = (1L << 3) | 0
-  private val HashKeyIndexTag = (2L << 3) | 0
-  private val DataTag = (3L << 3) | 2
-
-  /** Writes `v` as a protobuf varint at `at`; returns the index after it. */
-  private def varint(out: Array[Byte], at: Int, v: Long): Int = {
-    var i = at
-    var x = v
-    while ((x & ~0x7fL) != 0) {
-      out(i) = ((x & 0x7f) | 0x80).toByte
-      x >>>= 7
-      i += 1
-    }
-    out(i) = x.toByte
-    i + 1
   }
 
   private def varintBytes(v: Long): Int = CodedOutputStream.computeUInt64SizeNoTag(v)
