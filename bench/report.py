@@ -344,6 +344,7 @@ def line(parts: dict[str, dict[str, Any]]) -> str:
         "large_read_back": fmt(sm.get("large_read_back"), 0),
         "ratio_vs_agg": fmt(sm.get("ratio_vs_agg"), 2),
         "cpu_ratio_vs_agg": fmt(sm.get("cpu_ratio_vs_agg"), 2),
+        "cpu_ratio_vs_agg_10240": fmt(sm.get("cpu_ratio_vs_agg_10240"), 2),
         "records_per_aggregate": fmt(sm.get("writer_100_records_per_aggregate"), 0),
         "kpl_agg_cpu_s_per_million_net": fmt(sm.get("cpu_s_per_m_writer_kpl_net")),
         "cpu_ratio_vs_kpl_agg": fmt(sm.get("cpu_ratio_vs_kpl_agg"), 2),
@@ -418,15 +419,17 @@ def render_throughput(p: dict[str, Any]) -> str:
             + [f"{_m(lim, 0)}, {sm[f'limited_{v}_throttled']:,} throttled" if lim else "–"]
         )
     out += _table(["side", "100 B rec/s", "1 KiB rec/s", "10 KiB rec/s", "100 B behind quotas"], rows) + "\n"
-    # Each ratio row: its summary keys for the rate at 100 B, 1 KiB, 10 KiB, behind quotas, and CPU per record.
+    # Each ratio row: its summary keys for the rate at 100 B, 1 KiB, 10 KiB, behind quotas, and CPU per record at
+    # 100 B and 10 KiB.
     ratios = {
-        "writer / boto3": ("ratio_vs_boto3_100", "", "ratio_vs_boto3_10240", "limited_ratio_vs_boto3", ""),
+        "writer / boto3": ("ratio_vs_boto3_100", "", "ratio_vs_boto3_10240", "limited_ratio_vs_boto3", "", ""),
         "writer / aws-kinesis-agg + boto3": (
             "ratio_vs_agg",
             "",
             "ratio_vs_boto3_agg_10240",
             "limited_ratio_vs_boto3_agg",
             "cpu_ratio_vs_agg",
+            "cpu_ratio_vs_agg_10240",
         ),
         "writer / `aggregation='kpl'`": (
             "writer_vs_kpl_agg_100",
@@ -434,17 +437,41 @@ def render_throughput(p: dict[str, Any]) -> str:
             "writer_vs_kpl_agg_10240",
             "",
             "cpu_ratio_vs_kpl_agg",
+            "",
         ),
-        '`format("kinesis")` / `foreach`': ("sink_vs_writer_100", "", "sink_vs_writer_10240", "", "sink_cpu_vs_writer"),
-        "A/A: `foreach` again / `foreach`": ("writer_b_vs_writer_100", "", "", "", "writer_b_cpu_vs_writer"),
+        '`format("kinesis")` / `foreach`': (
+            "sink_vs_writer_100",
+            "",
+            "sink_vs_writer_10240",
+            "",
+            "sink_cpu_vs_writer",
+            "",
+        ),
+        "A/A: `foreach` again / `foreach`": ("writer_b_vs_writer_100", "", "", "", "writer_b_cpu_vs_writer", ""),
     }
     out += _table(
-        ["ratio", "rate, 100 B", "rate, 1 KiB", "rate, 10 KiB", "rate behind quotas", "CPU per record, 100 B"],
+        [
+            "ratio",
+            "rate, 100 B",
+            "rate, 1 KiB",
+            "rate, 10 KiB",
+            "rate behind quotas",
+            "CPU per record, 100 B",
+            "CPU per record, 10 KiB",
+        ],
         [[name, *(_mr(sm.get(k)) if k else "–" for k in keys)] for name, keys in ratios.items()],
     )
     v = p.get("verify", {})
     per_aggregate = ", ".join(
         f"{_m(sm.get(f'writer_{s}_records_per_aggregate'), 0)} ({SIZES[s]})" for s in (100, 1024, 10240)
+    )
+    at_10k = (  # a run before the noop side ran at 10 KiB has none of these
+        f" At 10 KiB, CPU-s per million records net of Spark: the writer "
+        f"{_m(sm.get('cpu_s_per_m_writer_net_10240'), 0)} (of it the KPL daemon "
+        f"{_m(sm.get('cpu_s_per_m_daemon_10240'), 0)}), aws-kinesis-agg + boto3 "
+        f"{_m(sm.get('cpu_s_per_m_boto3_agg_net_10240'), 0)}."
+        if "cpu_s_per_m_writer_net_10240" in sm
+        else ""
     )
     out += (
         "\nCPU-s per million 100 B records, net of Spark's row generation: the writer "
@@ -453,7 +480,7 @@ def render_throughput(p: dict[str, Any]) -> str:
         f"the sink {_m(sm.get('cpu_s_per_m_sink_net'))}, "
         f"aws-kinesis-agg + boto3 {_m(sm.get('cpu_s_per_m_boto3_agg_net'))}; "
         f"Spark's generation {_m(sm.get('cpu_s_per_m_generation'))}; the KPL daemon's share of the writer's CPU "
-        f"{_m(sm.get('daemon_cpu_share_writer'), 2)}. User records per aggregate: {per_aggregate}. "
+        f"{_m(sm.get('daemon_cpu_share_writer'), 2)}.{at_10k} User records per aggregate: {per_aggregate}. "
         f"Read back: {v.get('records', 0):,} records, {v.get('missing', 0)} missing, {v.get('duplicates', 0)} "
         f"duplicated, {v.get('bad_bytes', 0)} with wrong bytes or key.\n"
     )

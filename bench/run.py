@@ -28,7 +28,8 @@ files), and a last machine-readable line with every field (n/a for a part this r
          large_link_util=… large_over_limit=… large_rss_ratio=… large_read_back=… (the large part: link use, peak
          outstanding over the bound, daemon RSS: median of the last fifth over the second, all read back: 1 or 0)
          ratio_vs_agg=… cpu_ratio_vs_agg=… (the writer over the aws-kinesis-agg + boto3 loop, 100 B: rate, and CPU per
-         record net of Spark) records_per_aggregate=… (the writer's user records per aggregate, 100 B)
+         record net of Spark) cpu_ratio_vs_agg_10240=… (the same CPU ratio at 10 KiB)
+         records_per_aggregate=… (the writer's user records per aggregate, 100 B)
          kpl_agg_cpu_s_per_million_net=… cpu_ratio_vs_kpl_agg=… (aggregation='kpl': its CPU net of Spark, and the
          writer's over it)
          rt_added_p50_ms=… rt_added_p99_ms=… rt_added_10k_p50_ms=… rt_added_10k_p99_ms=… rt_p99_ratio_10k=…
@@ -316,7 +317,14 @@ def throughput_on(b: backends.Kinesalite, result: dict[str, Any]) -> None:
         for v in ("writer", "writer_kpl", "sink", "writer_b", "boto3", "boto3_agg", "noop"):
             if v in SIDES:
                 run(v, 100, "warm", -1)
-        warm = (("writer", 10240), ("writer_kpl", 10240), ("writer", 1024), ("writer_kpl", 1024), ("sink", 10240))
+        warm = (
+            ("writer", 10240),
+            ("writer_kpl", 10240),
+            ("writer", 1024),
+            ("writer_kpl", 1024),
+            ("sink", 10240),
+            ("noop", 10240),
+        )
         for v, payload in warm:
             if v in SIDES:
                 run(v, payload, "warm10k", -1)
@@ -325,7 +333,8 @@ def throughput_on(b: backends.Kinesalite, result: dict[str, Any]) -> None:
         # "writer_kpl" is the foreach writer with aggregation='kpl' (the KPL daemon aggregates, record by record).
         every: list[str] = ["writer", "writer_kpl", "sink", "writer_b", "boto3", "boto3_agg", "noop"]
         sides = [v for v in every if v in SIDES]
-        sides_10k: list[str] = [v for v in ("writer", "writer_kpl", "sink", "boto3", "boto3_agg") if v in SIDES]
+        # noop at 10 KiB too: the CPU per record net of Spark at 10 KiB (cpu_ratio_vs_agg_10240) needs its own.
+        sides_10k: list[str] = [v for v in ("writer", "writer_kpl", "sink", "boto3", "boto3_agg", "noop") if v in SIDES]
         # The bare loop hands the KPL each record, as aggregation='kpl' does: its like-for-like side is writer_kpl.
         writer_100 = {**b.endpoint_options(), **WRITER, "aggregation": "kpl"}
         for rep in range(REPS):
@@ -774,15 +783,18 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
             sm[f"limited_{v}_throttled"] = sum(r["throttled"] for r in lim if r["variant"] == v)
     bare = {r["rep"]: r for r in result.get("bare_kpl_runs", [])}
     w, wk, noop, agg = by("writer", 100), by("writer_kpl", 100), by("noop", 100), by("boto3_agg", 100)
+    rows_of = {100: ROWS, 1024: ROWS_1K, 10240: ROWS_10K}
 
-    def per_m(cpu: float) -> float:
-        return cpu / ROWS * 1e6
+    def per_m(cpu: float, payload: int = 100) -> float:
+        return cpu / rows_of[payload] * 1e6
 
     def net(r: dict[str, Any], k: int) -> float:
-        """CPU-s per million, net of Spark's generation in repetition k: the JVM and the KPL daemons for the writer's
-        sides, the JVM and its Python workers for the boto3 loops (the idle daemons of the writer's streams aside)."""
+        """CPU-s per million, net of Spark's generation in repetition k at the run's record size: the JVM and the KPL
+        daemons for the writer's sides, the JVM and its Python workers for the boto3 loops (the idle daemons of the
+        writer's streams aside)."""
         own = r["cpu_s"]["other"] if r["variant"].startswith("boto3") else r["cpu_s"]["kpl_daemon"]
-        return per_m(r["cpu_s"]["jvm"] + own - noop[k]["cpu_s"]["jvm"])
+        base = by("noop", r["payload"])[k]["cpu_s"]["jvm"]
+        return per_m(r["cpu_s"]["jvm"] + own - base, r["payload"])
 
     reps = sorted(set(w) & set(noop))
     if reps:
@@ -803,6 +815,13 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     if reps:  # the writer (aggregation='writer') over the aws-kinesis-agg + boto3 loop: rate, and CPU net of Spark
         sm["ratio_vs_agg"] = spread([w[k]["records_per_s"] / agg[k]["records_per_s"] for k in reps])
         sm["cpu_ratio_vs_agg"] = spread([net(w[k], k) / net(agg[k], k) for k in reps])
+    w10, agg10, noop10 = by("writer", 10240), by("boto3_agg", 10240), by("noop", 10240)
+    reps = sorted(set(w10) & set(agg10) & set(noop10))
+    if reps:  # the same at 10 KiB, where the cost is per byte: the daemon's share is the KPL's own per-byte work
+        sm["cpu_s_per_m_writer_net_10240"] = spread([net(w10[k], k) for k in reps])
+        sm["cpu_s_per_m_daemon_10240"] = spread([per_m(w10[k]["cpu_s"]["kpl_daemon"], 10240) for k in reps])
+        sm["cpu_s_per_m_boto3_agg_net_10240"] = spread([net(agg10[k], k) for k in reps])
+        sm["cpu_ratio_vs_agg_10240"] = spread([net(w10[k], k) / net(agg10[k], k) for k in reps])
     reps = sorted(set(w) & set(wk) & set(noop))
     if reps:
         sm["cpu_ratio_vs_kpl_agg"] = spread([net(w[k], k) / net(wk[k], k) for k in reps])
