@@ -1,11 +1,12 @@
 """Queries on ``local-cluster`` with a growing count of executor JVMs, one after another in this process, each writing
 its own stream through ``format("kinesis")`` or ``foreach``: what Kinesis' control plane sees of each is counted by the
-test's fault front, by stream.
+test's fault front, by stream. Consecutive runs with the same count of executors share one application (its executors
+start once; a query's writers and daemons are its stream's own either way).
 
-Run through tests/probe.py. Config: runs (a list of {executors, entry, stream, input, checkpoint, metrics_dir}),
-writer_options (the fault front's endpoint, no credentials on a command line), jars. Says RAN per run, with the
-executors registered, the micro-batches written and the writer's totals (``writer.metrics()`` or the progress's sink
-metrics); then DONE.
+Run through tests/probe.py. Config: runs (a list of {executors, entry, stream, input, checkpoint, metrics_dir}; runs
+that share an application share its metrics_dir, the first's), writer_options (the fault front's endpoint, no
+credentials on a command line), jars. Says RAN per run, with the executors registered, the micro-batches written and
+the writer's totals (``writer.metrics()`` or the progress's sink metrics); then DONE.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from spark_kinesis_testkit.emulator import loopback_session_builder
 
 def main() -> None:
     cfg = probe.config()
-    for run in cfg["runs"]:
-        e = run["executors"]
-        master = f"local-cluster[{e},1,1024]"
-        spark = loopback_session_builder(master, "calls-probe", cfg["jars"], run["metrics_dir"]).getOrCreate()
-        try:
-            spark.sparkContext.setLogLevel("ERROR")
+    runs = cfg["runs"]
+    spark = None
+    try:
+        for i, run in enumerate(runs):
+            e = run["executors"]
+            if spark is None:
+                master = f"local-cluster[{e},1,1024]"
+                spark = loopback_session_builder(master, "calls-probe", cfg["jars"], run["metrics_dir"]).getOrCreate()
+                spark.sparkContext.setLogLevel("ERROR")
             sc = spark.sparkContext._jsc.sc()  # its executors' memory status counts the driver too
             poll(f"{e} executors registered", lambda sc=sc, e=e: sc.getExecutorMemoryStatus().size() == e + 1, 180.0)
             df = (
@@ -44,7 +48,11 @@ def main() -> None:
             totals = writer.metrics() if run["entry"] == "foreach" else sink_totals(q)
             registered = sc.getExecutorMemoryStatus().size() - 1
             probe.say("RAN", {"executors": e, "registered": registered, "batches": batches, "totals": totals})
-        finally:
+            if i + 1 == len(runs) or runs[i + 1]["executors"] != e:
+                spark.stop()
+                spark = None
+    finally:
+        if spark is not None:
             spark.stop()
     probe.done()
 

@@ -77,8 +77,8 @@ def test_control_plane_calls_are_counted_and_a_throttled_one_fails_no_write(
 @pytest.mark.e2e
 @pytest.mark.spark35_leg  # line-independent (the reads and where they run): the leg of `make test` that has room
 def test_executors_add_no_control_plane_calls(kinesis, stream, tmp_path):
-    """local-cluster with 2, then 4 executor JVMs (``format``; then 2 through ``foreach``), each writing a 4-shard
-    stream of its own in four micro-batches:
+    """local-cluster with 2 executor JVMs (a ``format`` query, then a ``foreach`` one in the same application), then 4
+    (``format``), each query writing a 4-shard stream of its own in four micro-batches:
     the driver reads the stream once (its start check's DescribeStreamSummary, with the ListShards of the first
     layout) and ships the layout with each batch, and the KPL daemons are told the stream places by key. So neither
     the executors' writers nor their daemons call DescribeStreamSummary (the account's 20 a second), however many
@@ -86,12 +86,13 @@ def test_executors_add_no_control_plane_calls(kinesis, stream, tmp_path):
     one, then two DescribeStreamSummary and two ListShards per executor (docs/configuration.md, "Large fleets")."""
     n, files = 2_000, 4
     runs = []
-    for e, entry in ((2, "format"), (4, "format"), (2, "foreach")):
+    # The two runs on 2 executors share an application (calls_probe.py), and so its metrics directory.
+    for e, entry in ((2, "format"), (2, "foreach"), (4, "format")):
         name = f"{stream}-{e}-{entry}"
         kinesis.create_stream(name, 4)
         source = tmp_path / f"in-{name}"
         write_input(source, rows_for(range(n)), files=files)
-        (tmp_path / f"metrics-{name}").mkdir()
+        (tmp_path / f"metrics-{e}").mkdir(exist_ok=True)
         runs.append(
             {
                 "executors": e,
@@ -99,7 +100,7 @@ def test_executors_add_no_control_plane_calls(kinesis, stream, tmp_path):
                 "stream": name,
                 "input": str(source),
                 "checkpoint": str(tmp_path / f"ckpt-{name}"),
-                "metrics_dir": str(tmp_path / f"metrics-{name}"),
+                "metrics_dir": str(tmp_path / f"metrics-{e}"),
             }
         )
     with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as front:
