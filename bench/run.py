@@ -782,8 +782,9 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
             sm[f"limited_{v}_records_per_s"] = spread(xs)
             sm[f"limited_{v}_throttled"] = sum(r["throttled"] for r in lim if r["variant"] == v)
     bare = {r["rep"]: r for r in result.get("bare_kpl_runs", [])}
-    w, wk, noop, agg = by("writer", 100), by("writer_kpl", 100), by("noop", 100), by("boto3_agg", 100)
     rows_of = {100: ROWS, 1024: ROWS_1K, 10240: ROWS_10K}
+    noop_of = {payload: by("noop", payload) for payload in rows_of}  # Spark alone, each record size
+    w, wk, noop, agg = by("writer", 100), by("writer_kpl", 100), noop_of[100], by("boto3_agg", 100)
 
     def per_m(cpu: float, payload: int = 100) -> float:
         return cpu / rows_of[payload] * 1e6
@@ -793,8 +794,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         daemons for the writer's sides, the JVM and its Python workers for the boto3 loops (the idle daemons of the
         writer's streams aside)."""
         own = r["cpu_s"]["other"] if r["variant"].startswith("boto3") else r["cpu_s"]["kpl_daemon"]
-        base = by("noop", r["payload"])[k]["cpu_s"]["jvm"]
-        return per_m(r["cpu_s"]["jvm"] + own - base, r["payload"])
+        return per_m(r["cpu_s"]["jvm"] + own - noop_of[r["payload"]][k]["cpu_s"]["jvm"], r["payload"])
 
     reps = sorted(set(w) & set(noop))
     if reps:
@@ -815,7 +815,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     if reps:  # the writer (aggregation='writer') over the aws-kinesis-agg + boto3 loop: rate, and CPU net of Spark
         sm["ratio_vs_agg"] = spread([w[k]["records_per_s"] / agg[k]["records_per_s"] for k in reps])
         sm["cpu_ratio_vs_agg"] = spread([net(w[k], k) / net(agg[k], k) for k in reps])
-    w10, agg10, noop10 = by("writer", 10240), by("boto3_agg", 10240), by("noop", 10240)
+    w10, agg10, noop10 = by("writer", 10240), by("boto3_agg", 10240), noop_of[10240]
     reps = sorted(set(w10) & set(agg10) & set(noop10))
     if reps:  # the same at 10 KiB, where the cost is per byte: the daemon's share is the KPL's own per-byte work
         sm["cpu_s_per_m_writer_net_10240"] = spread([net(w10[k], k) for k in reps])

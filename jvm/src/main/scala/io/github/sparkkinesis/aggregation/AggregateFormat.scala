@@ -37,9 +37,10 @@ private[sparkkinesis] object AggregateFormat {
       n += recordBytes(e.keyIndex, e.hashKeyIndex, e.bytes)
       i += 1
     }
-    val out = new Array[Byte](FrameBytes + Math.toIntExact(n))
+    val size = Math.toIntExact(n)
+    val out = new Array[Byte](FrameBytes + size)
     System.arraycopy(Magic, 0, out, 0, Magic.length)
-    val coded = CodedOutputStream.newInstance(out, Magic.length, n.toInt)
+    val coded = CodedOutputStream.newInstance(out, Magic.length, size)
     i = 0
     while (i < keys.length) {
       coded.writeByteArray(Messages.AggregatedRecord.PARTITION_KEY_TABLE_FIELD_NUMBER, keys(i)); i += 1
@@ -65,8 +66,8 @@ private[sparkkinesis] object AggregateFormat {
     }
     coded.checkNoSpaceLeft() // the sizes above and the bytes written agree
     val digest = HashKey.md5
-    digest.update(out, Magic.length, n.toInt)
-    digest.digest(out, Magic.length + n.toInt, 16)
+    digest.update(out, Magic.length, size)
+    digest.digest(out, Magic.length + size, 16)
     out
   }
 
