@@ -1,17 +1,19 @@
 """Runs a real query with canary secrets and says every string a secret could leak into.
 
-Run through tests/probe.py. Config: input, checkpoint, stream, writer_options, jars, canaries, entry, sts_endpoint.
-Says REPR (the writer's repr and str), EXCEPTION (the query's, None if none), CMDLINES (every process's command line,
-read while the query ran and once after it: the most KPL daemons seen at once, the canaries found), PROGRESS, EXPLAIN,
-STATUS, on ``format`` one SQL per SQL execution (as the UI's SQL tab shows it), one ERROR per error path taken
-({type, message}), NO_ERROR for one that did not fail, and DONE. Driver and executor share this JVM (local mode): its
-log, at INFO, is the JVM log the runner keeps.
+Run through tests/probe.py. Config: input, checkpoint, stream, writer_options, jars, canaries, entries (each runs
+its query in turn, with a checkpoint of its own under ``checkpoint``), sts_endpoint. Says REPR (the writer's repr and
+str); per entry EXCEPTION (its query's, None if none), CMDLINES (every process's command line, read while the query ran
+and once after it: the most KPL daemons seen at once, the canaries found), PROGRESS, EXPLAIN, STATUS, on ``format`` one
+SQL per SQL execution (as the UI's SQL tab shows it) and one ERROR per error path the entry takes ({type, message});
+then one ERROR per entry-independent error path, NO_ERROR for one that did not fail, and DONE. Driver and executor
+share this JVM (local mode): its log, at INFO, is the JVM log the runner keeps.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+from typing import Any
 
 import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
@@ -37,13 +39,25 @@ def main() -> None:
     probe.say("REPR", {"repr": repr(writer), "str": str(writer)})
     df = spark.readStream.schema("id LONG, pk STRING, b64 STRING").json(cfg["input"])
     df = df.select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
-    entry = cfg.get("entry", "foreach")
+    for entry in cfg["entries"]:
+        run_entry(spark, df, writer, opts, cfg, entry)
+    entry_independent_errors(spark, opts, cfg)
+    probe.done()
+    spark.stop()
+
+
+def run_entry(
+    spark: Any, df: Any, writer: KinesisWriter, opts: dict[str, Any], cfg: dict[str, Any], entry: str
+) -> None:
+    """The entry's query to the end, what it shows, and the error paths of starting it with bad options."""
+    canary = cfg["canaries"]
     sw = (
         df.writeStream.foreach(writer)
         if entry == "foreach"
         else df.writeStream.format("kinesis").options(**writer.options())
     )
-    q = sw.option("checkpointLocation", cfg["checkpoint"]).trigger(availableNow=True).queryName("secrets_probe").start()
+    checkpoint = f"{cfg['checkpoint']}/{entry}"
+    q = sw.option("checkpointLocation", checkpoint).trigger(availableNow=True).queryName(f"secrets_{entry}").start()
     # Every process's command line, over and over while the query runs, and once more after it (the pooled KPL
     # daemon outlives the query).
     scans: list[tuple[int, int, list[str]]] = []
@@ -83,6 +97,10 @@ def main() -> None:
                 df.writeStream.format("kinesis").options(**bad_writer.options()).start().awaitTermination(60)
         except Exception as e:
             error(e)
+
+
+def entry_independent_errors(spark: Any, opts: dict[str, Any], cfg: dict[str, Any]) -> None:
+    canary = cfg["canaries"]
     # Credentials that fail at the first task (STS unreachable, a missing profile), with secrets set.
     no_keys = {"aws_access_key_id": None, "aws_secret_access_key": None, "aws_session_token": None}
     for bad in (
@@ -105,8 +123,6 @@ def main() -> None:
         KinesisWriter(stream_name="s", aws_secret_access_key=12345678)  # type: ignore[arg-type]
     except TypeError as e:
         error(e)
-    probe.done()
-    spark.stop()
 
 
 if __name__ == "__main__":
