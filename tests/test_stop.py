@@ -20,6 +20,7 @@ off-local), and a lost speculative race is a killed task, which ``kill`` covers.
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -37,61 +38,78 @@ from probe import run_probe
 from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
+SPARK35_LEG = pytest.mark.spark35_leg  # line-independent cases: the Spark 3.5 leg runs these instead of the Spark 4 one
 N = 2000
 QUEUE_LIMIT = 50
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize(
-    "how,entry",
+    "cases",
     [
-        ("stop", "foreach"),
-        ("kill", "format"),
-        # Line-independent: the Spark 3.5 leg runs these instead of the Spark 4 one.
-        pytest.param("stop", "format", marks=pytest.mark.spark35_leg),
-        pytest.param("kill", "foreach", marks=pytest.mark.spark35_leg),
+        # Each leg runs both interruptions in one probe JVM (one Spark start), each on one entry; the entries swap
+        # between the lines, so each (how, entry) runs on one of them.
+        pytest.param([("stop", "foreach"), ("kill", "format")], id="stop-foreach+kill-format"),
+        pytest.param([("stop", "format"), ("kill", "foreach")], id="stop-format+kill-foreach", marks=SPARK35_LEG),
     ],
 )
-def test_interrupted_while_blocked(kinesis, stream, tmp_path, how, entry):
-    write_input(tmp_path / "in", rows_for(range(N)), files=2)
+def test_interrupted_while_blocked(kinesis, tmp_path, cases):
     opts = kinesis.writer_options()
     opts.update(queue_limit=QUEUE_LIMIT, producer_idle_timeout_ms=600_000)  # the pool keeps it to be inspected
+    streams = {how: f"t-interrupted-{how}-{uuid.uuid4().hex[:6]}" for how, _ in cases}
+    for how, stream in streams.items():
+        kinesis.create_stream(stream, 4)  # as the `stream` fixture's
+        write_input(tmp_path / how / "in", rows_for(range(N)), files=2)
     cfg = {
-        "input": str(tmp_path / "in"),
-        "checkpoint": str(tmp_path / "ckpt"),
-        "stream": stream,
         "upstream": f"http://127.0.0.1:{kinesis.plain_port}",
         "writer_options": opts,
         "jars": session_jars(),
-        "entry": entry,
-        "how": how,
+        "cases": [
+            {
+                "how": how,
+                "entry": entry,
+                "stream": streams[how],
+                "input": str(tmp_path / how / "in"),
+                "checkpoint": str(tmp_path / how / "ckpt"),
+            }
+            for how, entry in cases
+        ],
     }
-    result = run_probe("stop_probe.py", cfg, tmp_path, timeout_s=300)
-    said, log = result.said, result.jvm_log
+    result = run_probe("stop_probe.py", cfg, tmp_path, timeout_s=400)
+    said = result.said
+    # The JVM log in each case's part: the probe marks where each begins.
+    parts = dict(
+        re.findall(r"stop_probe case (\w+) begins\n(.*?)(?=^\S+ \S+ INFO stop_probe: |\Z)", result.jvm_log, re.S | re.M)
+    )
+    assert sorted(parts) == sorted(streams), f"the log's parts: {sorted(parts)}"
 
-    blocked = said["BLOCKED"]
-    assert blocked["in_flight_records"] == QUEUE_LIMIT and blocked["backpressure_cycles"] > 0, blocked
-    if how == "stop":
-        idle = said["IDLE"]  # after stop(), before the restart
-        assert idle["in_flight_records"] == 0 and idle["users"] == 0, idle
-    assert said["EXCEPTION"] is None, said["EXCEPTION"]
-    after = said["AFTER"]
-    assert after["in_flight_records"] == 0 and after["users"] == 0 and after["records_failed"] == 0, after
+    for how, stream in streams.items():
+        blocked = said[f"BLOCKED/{how}"]
+        assert blocked["in_flight_records"] == QUEUE_LIMIT and blocked["backpressure_cycles"] > 0, (how, blocked)
+        if how == "stop":
+            idle = said["IDLE/stop"]  # after stop(), before the restart
+            assert idle["in_flight_records"] == 0 and idle["users"] == 0, idle
+        assert said[f"EXCEPTION/{how}"] is None, (how, said[f"EXCEPTION/{how}"])
+        after = said[f"AFTER/{how}"]
+        assert after["in_flight_records"] == 0 and after["users"] == 0 and after["records_failed"] == 0, (how, after)
 
-    lines = assert_quiet_interruption(log, "the task was interrupted")
-    # Spark's executor says it interrupted and killed the task.
-    assert any(
-        m["logger"].endswith("executor.Executor") and re.match(r"Executor (interrupted and )?killed task", m["msg"])
-        for m in lines
-    ), "no task was interrupted"
+        lines = assert_quiet_interruption(parts[how], f"the task was interrupted ({how})")
+        # Spark's executor says it interrupted and killed the task.
+        assert any(
+            m["logger"].endswith("executor.Executor") and re.match(r"Executor (interrupted and )?killed task", m["msg"])
+            for m in lines
+        ), f"no task was interrupted ({how})"
 
-    got: dict[int, int] = {}
-    for r in read_stream(kinesis.client(), stream):
-        i = id_of(r.data)
-        assert r.data == payload(i), f"record {i} came back altered"
-        got[i] = got.get(i, 0) + 1
-    missing = sorted(set(range(N)) - set(got))
-    assert not missing, f"{len(missing)} ids missing, first {missing[:10]}"
+        got: dict[int, int] = {}
+        for r in read_stream(kinesis.client(), stream):
+            i = id_of(r.data)
+            assert r.data == payload(i), f"record {i} came back altered"
+            got[i] = got.get(i, 0) + 1
+        missing = sorted(set(range(N)) - set(got))
+        assert not missing, f"{how}: {len(missing)} ids missing, first {missing[:10]}"
+        kinesis.client().delete_stream(
+            StreamName=stream
+        )  # as the `stream` fixture does: the emulator slows as shards fill
 
 
 #: The stops of one run of the shared-producer probe, and the input files (and rows in each) of its two queries. The
