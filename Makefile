@@ -22,11 +22,11 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/de
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test test-extended test-lines test-localstack release-check sbt-test sbt-test-extended unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
+.PHONY: test test-extended test-lines test-localstack release-check sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
 
 help:
-	@echo "make test   - Scala unit tests (the Spark lines the legs run) + pytest e2e on Spark 4 and Spark 3.5 (every_line), but for make test-extended's"
-	@echo "make test-extended - what make test leaves to CI: the third line's Scala unit tests and the benchmarks' compile, the fault scenarios, the class-path matrix, the install paths (markers faults, platforms, install), same two legs"
+	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 and Spark 3.5 (every_line), but for make test-extended's"
+	@echo "make test-extended - what make test leaves to CI: the fault scenarios, the class-path matrix, the install paths (markers faults, platforms, install), same two legs"
 	@echo "make test-lines - the README's first example on every pyspark release LINES_PYSPARK lists, a venv each (~20 min)"
 	@echo "make test-localstack - the e2e tests marked localstack on LocalStack through Testcontainers (a Docker engine, started here if need be)"
 	@echo "make demo   - the same query without a bound and with queue_limit behind shard quotas (~2 min): live lines, a plot, every record checked"
@@ -140,11 +140,11 @@ test:
 	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl sbt-test
 	$(call TWO_LEGS,,not ($(EXTENDED)))
 
-# Not part of `make test` (.ci/run runs it after; on GitHub a job of its own): what sbt-test-extended builds and tests
-# (below), then the tests marked $(EXTENDED), on the same two legs.
+# Not part of `make test` (.ci/run runs it after; on GitHub a job of its own): the tests marked $(EXTENDED), on the
+# same two legs.
 test-extended:
 	mkdir -p .cache
-	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl platform-jars sbt-test-extended
+	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl platform-jars jar
 	$(call TWO_LEGS,-extended,$(EXTENDED))
 
 # The pyspark releases `make test-lines` runs the README's first example on (`foreach` and `format("kinesis")`, streaming
@@ -176,21 +176,11 @@ test-lines: emulator jar
 	  [ "$(LINES_KEEP)" = 1 ] || rm -rf $(LINES_DIR)/pyspark-$$v; \
 	done; exit $$status
 
-# Scala unit tests of the two lines the legs run (spark4_213, spark35_212), and the jars (as `make jar`). make test's
-# set-up keeps both cores busy, so what no leg needs waits for make test-extended's sbt-test-extended: the third line's
-# tests (spark35_213: Spark 3.5's API as spark35_212 compiles it, Scala 2.13 as spark4_213 does; its jar is built here
-# all the same) and the benchmarks' JVM sources, compiled (nothing runs them in a test, and code that nothing builds
-# rots). Each target is one sbt command, so the KPL bundle is assembled once in it.
-UNIT_TESTS := kpl/test spark4_213/test spark35_212/test
-UNIT_TESTS_EXTENDED := spark35_213/test bench/compile
+# Scala unit tests of every line, and the jars (as `make jar`); the benchmarks' JVM sources compile too (nothing runs
+# them in make test, and code that nothing builds rots).
 sbt-test:
 	mkdir -p .cache
-	$(SBT) "all $(UNIT_TESTS) $(SBT_JARS)" </dev/null
-	touch $(JAR_STAMP)
-
-sbt-test-extended:
-	mkdir -p .cache
-	$(SBT) "all $(UNIT_TESTS_EXTENDED) $(SBT_JARS)" </dev/null
+	$(SBT) "all test $(SBT_JARS) bench/compile" </dev/null
 	touch $(JAR_STAMP)
 
 # The tests marked `localstack` (the marker is the one list) on LocalStack through Testcontainers, real KPL and Spark 4:
