@@ -7,8 +7,6 @@ builds them and copies them into the Python package). Tests talk to loopback onl
 from __future__ import annotations
 
 import os
-import re
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -72,7 +70,7 @@ if "JAVA_TOOL_OPTIONS" not in os.environ:
     os.environ["JAVA_TOOL_OPTIONS"] = C1_ONLY + _cds
 
 import helpers
-from helpers import session_jars
+from helpers import fresh_stream, session_jars
 from spark_kinesis_testkit.emulator import KinesisMock, loopback_session_builder
 from spark_kinesis_testkit.kafka import KafkaBroker, connector_jars_or_none
 from spark_kinesis_testkit.kcl import KclDeaggregator
@@ -179,12 +177,6 @@ def spark(metrics_dir: Path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def stream(kinesis: KinesisMock, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh 4-shard stream per test (kinesis-mock slows down as shards fill), deleted after it."""
-    base = re.sub(r"[^A-Za-z0-9.-]+", "-", request.node.name)[:40]
-    name = f"t-{base}-{uuid.uuid4().hex[:6]}"
-    kinesis.create_stream(name, 4)
-    yield name
-    try:
-        kinesis.client().delete_stream(StreamName=name, EnforceConsumerDeletion=True)
-    except Exception:  # the emulator may be gone (a probe's) or the stream already deleted: nothing to free
-        pass
+    """A fresh 4-shard stream per test (helpers.fresh_stream), deleted after it."""
+    with fresh_stream(kinesis, request.node.name) as name:
+        yield name

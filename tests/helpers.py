@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,6 +226,34 @@ def sampled_while(probe: Callable[[], int], action: Callable[[], Any], every_s: 
 #: A JVM log line as a probe's JVM log has it (tests/probe.py), and the loggers that are ours (the writer's, the KPL's).
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d [\d:,.]+ (?P<level>[A-Z]+) (?P<logger>\S+): (?P<msg>.*)$")
 OURS = ("io.github.sparkkinesis",)  # the KPL's loggers too: its classes are relocated under it (docs/bundle.md)
+
+
+@contextlib.contextmanager
+def fresh_stream(kinesis: Any, base: str) -> Iterator[str]:
+    """A fresh 4-shard stream named after ``base`` (kinesis-mock slows down as shards fill), deleted after it."""
+    name = f"t-{re.sub(r'[^A-Za-z0-9.-]+', '-', base)[:40]}-{uuid.uuid4().hex[:6]}"
+    kinesis.create_stream(name, 4)
+    try:
+        yield name
+    finally:
+        try:
+            kinesis.client().delete_stream(StreamName=name, EnforceConsumerDeletion=True)
+        except Exception:  # the emulator may be gone (a probe's) or the stream already deleted: nothing to free
+            pass
+
+
+def log_parts(log: str, logger: str) -> dict[str, str]:
+    """``log`` cut where ``logger`` logs: each of its messages to the lines after it, up to its next message."""
+    parts: dict[str, str] = {}
+    current = None
+    for line in log.splitlines(keepends=True):
+        m = LOG_LINE.match(line.rstrip("\n"))
+        if m and m["logger"] == logger:
+            current = m["msg"]
+            parts[current] = ""
+        elif current is not None:
+            parts[current] += line
+    return parts
 
 
 def assert_quiet_interruption(log: str, what: str) -> list[Any]:

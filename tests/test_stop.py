@@ -19,8 +19,8 @@ off-local), and a lost speculative race is a killed task, which ``kill`` covers.
 
 from __future__ import annotations
 
+import contextlib
 import re
-import uuid
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,9 @@ from helpers import (
     LOG_LINE,
     OURS,
     assert_quiet_interruption,
+    fresh_stream,
     id_of,
+    log_parts,
     payload,
     rows_for,
     session_jars,
@@ -38,7 +40,6 @@ from probe import run_probe
 from spark_kinesis_testkit.emulator import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
-SPARK35_LEG = pytest.mark.spark35_leg  # line-independent cases: the Spark 3.5 leg runs these instead of the Spark 4 one
 N = 2000
 QUEUE_LIMIT = 50
 
@@ -50,15 +51,22 @@ QUEUE_LIMIT = 50
         # Each leg runs both interruptions in one probe JVM (one Spark start), each on one entry; the entries swap
         # between the lines, so each (how, entry) runs on one of them.
         pytest.param([("stop", "foreach"), ("kill", "format")], id="stop-foreach+kill-format"),
-        pytest.param([("stop", "format"), ("kill", "foreach")], id="stop-format+kill-foreach", marks=SPARK35_LEG),
+        pytest.param(
+            [("stop", "format"), ("kill", "foreach")], id="stop-format+kill-foreach", marks=pytest.mark.spark35_leg
+        ),
     ],
 )
 def test_interrupted_while_blocked(kinesis, tmp_path, cases):
+    with contextlib.ExitStack() as fresh:
+        streams = {how: fresh.enter_context(fresh_stream(kinesis, f"interrupted-{how}")) for how, _ in cases}
+        check_interrupted_while_blocked(kinesis, tmp_path, cases, streams)
+
+
+def check_interrupted_while_blocked(kinesis, tmp_path, cases, streams):
+    """The test's body, with a fresh stream per case (``streams``: how -> stream)."""
     opts = kinesis.writer_options()
     opts.update(queue_limit=QUEUE_LIMIT, producer_idle_timeout_ms=600_000)  # the pool keeps it to be inspected
-    streams = {how: f"t-interrupted-{how}-{uuid.uuid4().hex[:6]}" for how, _ in cases}
-    for how, stream in streams.items():
-        kinesis.create_stream(stream, 4)  # as the `stream` fixture's
+    for how in streams:
         write_input(tmp_path / how / "in", rows_for(range(N)), files=2)
     cfg = {
         "upstream": f"http://127.0.0.1:{kinesis.plain_port}",
@@ -78,9 +86,7 @@ def test_interrupted_while_blocked(kinesis, tmp_path, cases):
     result = run_probe("stop_probe.py", cfg, tmp_path, timeout_s=400)
     said = result.said
     # The JVM log in each case's part: the probe marks where each begins.
-    parts = dict(
-        re.findall(r"stop_probe case (\w+) begins\n(.*?)(?=^\S+ \S+ INFO stop_probe: |\Z)", result.jvm_log, re.S | re.M)
-    )
+    parts = {msg.split()[2]: part for msg, part in log_parts(result.jvm_log, "stop_probe").items()}
     assert sorted(parts) == sorted(streams), f"the log's parts: {sorted(parts)}"
 
     for how, stream in streams.items():
@@ -107,9 +113,6 @@ def test_interrupted_while_blocked(kinesis, tmp_path, cases):
             got[i] = got.get(i, 0) + 1
         missing = sorted(set(range(N)) - set(got))
         assert not missing, f"{how}: {len(missing)} ids missing, first {missing[:10]}"
-        kinesis.client().delete_stream(
-            StreamName=stream
-        )  # as the `stream` fixture does: the emulator slows as shards fill
 
 
 #: The stops of one run of the shared-producer probe, and the input files (and rows in each) of its two queries. The
