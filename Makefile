@@ -56,8 +56,8 @@ $(VENV35)/.stamp: requirements-spark3.5.txt requirements-test.txt python/pyproje
 	touch $@
 
 emulator: $(KINESIS_MOCK_MAIN)
-$(KINESIS_MOCK_MAIN): tools/emulator/package.json tools/emulator/package-lock.json tools/emulator/patch-getrecords.js
-	cd tools/emulator && npm ci --no-audit --no-fund --loglevel=error && node patch-getrecords.js
+$(KINESIS_MOCK_MAIN): tools/emulator/package.json tools/emulator/package-lock.json tools/emulator/patch.js
+	cd tools/emulator && npm ci --no-audit --no-fund --loglevel=error && node patch.js
 	touch $@
 
 # A real Kafka broker (tools/kafka/pom.xml) and Spark's Kafka connector with what it needs beyond pyspark

@@ -1,7 +1,7 @@
 """Records up to 10 MiB, as each stream allows (MaxRecordSizeInKiB).
 
 kinesis-mock 0.6.2 stores records up to 10 MiB and keeps each stream's MaxRecordSizeInKiB (its GetRecords patched by
-tools/emulator/patch-getrecords.js to return a 10 MiB record); the fault front answers as Kinesis does where it differs
+tools/emulator/patch.js to return a 10 MiB record); the fault front answers as Kinesis does where it differs
 (the limit in every summary, data and key counted, a ValidationException for a record over it) and models the shards'
 quotas with their large-record burst (docs/development.md).
 """
