@@ -16,6 +16,7 @@ from helpers import assert_quiet_interruption, attach, entries, payload, session
 from probe import run_probe
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import read_stream
+from spark_kinesis_testkit.kafka import cluster_id
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 1000
@@ -31,6 +32,13 @@ def real_time_mode() -> bool:
 
 
 needs_real_time = pytest.mark.skipif(not real_time_mode(), reason="real-time mode is Spark 4.1+")
+
+
+def test_a_kafka_cluster_id_never_reads_as_an_option():
+    """The broker's storage is formatted with ``-t <id>``: an id starting with "-" (URL-safe base64 of 0xF8...) is
+    drawn again, as Kafka's own ids are."""
+    draws = iter([b"\xf8" + bytes(15), b"\x01" * 16])
+    assert cluster_id(lambda: next(draws)) == "AQEBAQEBAQEBAQEBAQEBAQ"
 
 
 @pytest.mark.e2e

@@ -16,11 +16,22 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from spark_kinesis_testkit.emulator import free_port, require_java, stop_process
+
+
+def cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
+    """A new KRaft cluster id: a random UUID in URL-safe base64, drawn again while it starts with "-", as Kafka's own
+    ``Uuid.randomUuid()`` does, because ``kafka-storage format -t <id>`` would read such an id as an option (1 in 64
+    ids; a broker start failed so in CI)."""
+    while True:
+        candidate = base64.urlsafe_b64encode(random_bytes()).rstrip(b"=").decode()
+        if not candidate.startswith("-"):
+            return candidate
+
 
 __all__ = ["KafkaBroker", "connector_jars", "connector_jars_or_none", "produce"]
 
@@ -107,9 +118,8 @@ class KafkaBroker:
             "log4j.appender.file.layout.ConversionPattern=%d %p %c: %m%n\n"
         )
         jvm = [java, "-Xmx384m", f"-Dlog4j.configuration={log4j.as_uri()}", "-cp", classpath]
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         fmt = subprocess.run(
-            [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
+            [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(props)],
             capture_output=True,
             text=True,
             timeout=120,
