@@ -22,6 +22,11 @@ from typing import Any
 
 from spark_kinesis_testkit.emulator import free_port, require_java, stop_process
 
+__all__ = ["KafkaBroker", "cluster_id", "connector_jars", "connector_jars_or_none", "produce"]
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / ".cache" / "kafka"
+
 
 def cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
     """A new KRaft cluster id: a random UUID in URL-safe base64, drawn again while it starts with "-", as Kafka's own
@@ -31,12 +36,6 @@ def cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -
         candidate = base64.urlsafe_b64encode(random_bytes()).rstrip(b"=").decode()
         if not candidate.startswith("-"):
             return candidate
-
-
-__all__ = ["KafkaBroker", "connector_jars", "connector_jars_or_none", "produce"]
-
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".cache" / "kafka"
 
 
 def _jars(kind: str) -> list[Path]:

@@ -18,7 +18,7 @@ const patches = [
   {
     // PutRecords: kinesis-mock groups a request's records by (shard, the records the shard already holds), so each
     // entry hashes every record stored in its shard: a put costs the shard's length, and a test's emulator CPU grows
-    // with the square of its records per shard (its profile: a sixth of the emulator's CPU over six test files).
+    // with the square of its records per shard (docs/development.md has the figures).
     // The key hashes by its shard alone. Grouping is unchanged: within one request a shard's entries carry the same
     // stored-records instance, and the key's equality still compares both parts (the records by reference first).
     name: "PutRecords' grouping key",
