@@ -138,8 +138,11 @@ def test_local_cluster_executors_unlike_their_driver_report_and_add_up(kinesis, 
     assert refused is not None, f"the driver's check let through a start its credentials cannot make: {result.said}"
     for words in ("UnrecognizedClientException", f"stream {stream}", "driver_check=false"):
         assert words in refused["error"], f"{refused['error'][:2000]!r} should say {words!r}"
-    assert refused["seconds"] < 10, refused
-    assert signers.get(DRIVER_KEY, 0) > 0 and signers.get(executor_key["AWS_ACCESS_KEY_ID"], 0) > 0, signers
+    # Refused at Kinesis' first answer: the driver's key signed one request (the check's DescribeStreamSummary), so
+    # no retry and no wait for the check's own 10 s bound. Not a time bound: the seconds are the first check's class
+    # loading in a fresh driver JVM beside two starting executors, as slow as the machine is busy (printed below).
+    assert signers.get(DRIVER_KEY) == 1, signers
+    assert signers.get(executor_key["AWS_ACCESS_KEY_ID"], 0) > 0, signers
     assert set(per_executor) == {"0", "1"}, per_executor
     assert all(v > 0 for v in per_executor.values()), per_executor
     assert totals["recordsSent"] == sum(per_executor.values()) == n
