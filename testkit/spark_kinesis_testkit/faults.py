@@ -260,6 +260,7 @@ class FaultFront:
         self._denied: set[str] = set()  # operations answered with AccessDeniedException
         self._denied_key: str | None = None  # only for requests this key signs (None: every request)
         self._denied_code = "AccessDeniedException"
+        self._first_denied: float | None = None  # time.monotonic() of the first request denied since ``deny``
         self._held: set[str] = set()  # streams whose ListShards answers come from self._listings
         self._held_by_stream: dict[str, int] = {}  # user records written to each stream while its maps were held
         self._listings: dict[tuple[str, bytes], tuple[int, bytes, dict[str, str]]] = {}  # the last answer per request
@@ -465,8 +466,14 @@ class FaultFront:
             self._denied = set(operations)
             self._denied_key = key_id
             self._denied_code = code
+            self._first_denied = None
 
         self._call(apply)
+
+    def first_denied_at(self) -> float | None:
+        """``time.monotonic()`` when the front first answered a request ``deny`` refused (since that call), else None:
+        when the writer first heard the refusal."""
+        return self._call(lambda: self._first_denied)
 
     def hold_shard_maps(self, stream: str) -> None:
         """From now until ``release_shard_maps(stream)``, answer each ``ListShards`` of ``stream`` as the emulator
@@ -588,6 +595,8 @@ class FaultFront:
                 self._writes_waiting -= 1
         if op in self._denied and self._denied_key in (None, key_id):
             self._stats["denied"] += 1
+            if self._first_denied is None:
+                self._first_denied = time.monotonic()
             return _error(400, self._denied_code, _REFUSALS[self._denied_code].format(op=op))
         if op in _CONTROL_PLANE:
             key = f"{op}/{_caller(request.headers.get('User-Agent', ''))}"
