@@ -38,21 +38,24 @@ help:
 	@echo "make release-check - what a tag publishes (Maven staging, wheels), with a throwaway key: checked, installed, run"
 	@echo "make lint   - scalafmt check, ruff, mypy (the library, the testkit, bench/ and tools/), actionlint (the GitHub workflow)"
 
-# --no-compile: Python compiles what the tests import on first use; compiling all of pyspark, pandas and pyarrow up
-# front cost ~20 CPU-s per venv (measured), while the JVM build competes for the same two cores.
+# The two venvs of `make test` install with uv (pinned: UV), not pip: they are made while the JVM build, the set-up's
+# longest part, competes for the same two cores, and uv spends less of them (docs/development.md, "Requirements"). It
+# compiles no bytecode up front either: Python compiles what the tests import on first use.
+UV := uv==0.13.9
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements-dev.txt requirements-test.txt python/pyproject.toml testkit/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile -r requirements-dev.txt
-	$(PY) -m pip install -q --no-deps -e python
-	$(PY) -m pip install -q --no-deps -e testkit
+	$(PY) -m pip install -q $(UV)
+	$(VENV)/bin/uv pip install -q --python $(PY) -r requirements-dev.txt
+	$(VENV)/bin/uv pip install -q --python $(PY) --no-deps -e python -e testkit
 	touch $@
 
 venv35: $(VENV35)/.stamp
 $(VENV35)/.stamp: requirements-spark3.5.txt requirements-test.txt python/pyproject.toml testkit/pyproject.toml
 	test -x $(PY35) || $(PYTHON) -m venv $(VENV35)
-	$(PY35) -m pip install -q --no-compile -r requirements-spark3.5.txt
-	$(PY35) -m pip install -q --no-deps -e python -e testkit
+	$(PY35) -m pip install -q $(UV)
+	$(VENV35)/bin/uv pip install -q --python $(PY35) -r requirements-spark3.5.txt
+	$(VENV35)/bin/uv pip install -q --python $(PY35) --no-deps -e python -e testkit
 	touch $@
 
 emulator: $(KINESIS_MOCK_MAIN)
