@@ -25,8 +25,8 @@ from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import free_port, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 
-#: From the action (start, or the query's first write) to the error: the acceptance's 5 s, plus Spark's own planning
-#: and a producer's start on a busy 2-core machine.
+#: From the action (the query's start; for `PutRecords` denied, Kinesis' first refusal) to the error: the acceptance's
+#: 5 s, plus Spark's own planning and a producer's start on a busy 2-core machine.
 BOUND_S = 10.0
 TTL = {"RecordTtl": 60_000}
 
