@@ -121,27 +121,53 @@ EXTENDED := faults or platforms or install
 # Two pytest legs on one build: the tests on the default Spark 4 line, and the tests marked every_line on pyspark 3.5
 # (Scala 2.12 jar) beside it at a lower CPU priority, so it uses what the first leaves idle (its output follows the
 # first's). Tests marked spark35_leg (line-independent code) run on the second leg only, which ends earlier. Both run even
-# if one fails; either failing fails the target. $(1): the target's name (its reports' and logs' suffix), $(2): the
-# marker expression both legs add to theirs.
-define TWO_LEGS
-	@status=0; \
+# if one fails; either failing sets `status` to 1 (TWO_LEGS_SH, a shell fragment; TWO_LEGS, a recipe exiting with it).
+# $(1): the target's name (its reports' and logs' suffix), $(2): the marker expression both legs add to theirs.
+define TWO_LEGS_SH
 	leg35="== leg spark3.5$(1): pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m '(every_line or spark35_leg) and not lines and ($(2))' =="; \
 	echo "$$leg35 (runs beside the next leg; its output follows it)"; \
 	( nice -n 5 $(PY35) -m pytest tests -m "(every_line or spark35_leg) and not lines and ($(2))" --junitxml=.cache/reports/junit-spark3.5$(1).xml $(PYTEST_ARGS) \
 	  > .cache/leg-spark3.5$(1).log 2>&1; \
 	  echo $$? > .cache/leg-spark3.5$(1).rc ) & \
+	leg35_pid=$$!; \
 	echo "== leg spark4$(1): pyspark $$($(PY) -c 'import pyspark; print(pyspark.__version__)'), -m 'not spark35_leg and not lines and ($(2))' =="; \
 	$(PY) -m pytest tests -m "not spark35_leg and not lines and ($(2))" --junitxml=.cache/reports/junit-spark4$(1).xml $(PYTEST_ARGS) || status=1; \
-	wait; echo "$$leg35"; cat .cache/leg-spark3.5$(1).log; \
-	[ "$$(cat .cache/leg-spark3.5$(1).rc)" = 0 ] || status=1; \
+	wait $$leg35_pid; echo "$$leg35"; cat .cache/leg-spark3.5$(1).log; \
+	[ "$$(cat .cache/leg-spark3.5$(1).rc)" = 0 ] || status=1;
+endef
+define TWO_LEGS
+	@status=0; \
+	$(call TWO_LEGS_SH,$(1),$(2)) \
 	exit $$status
 endef
 
-# The JVM build and Scala tests run while the venvs and the emulator are set up (one make -j).
+# The JVM part of `make test` (sbt's jarsThenTests): the jars (bundlePython, publishM2, as `make jar`), then JARS_READY,
+# then every line's Scala unit tests; the benchmarks' JVM sources compile too (nothing runs them in make test, and code
+# that nothing builds rots).
+JARS_READY := .cache/jars.ready
+SBT_TEST := SBT_OPTS="$$SBT_OPTS -Dspark-kinesis.jarsReady=$(CURDIR)/$(JARS_READY)" $(SBT) jarsThenTests </dev/null
+
+# sbt starts first and the venvs and the emulator are set up beside it (one make -j); the two legs start once the jars
+# are in place, while sbt goes on with the Scala tests beside them at nice 10 (every thread of its JVM, and so the test
+# JVMs it forks): the legs are the longer path, and the Scala tests take what they leave idle. sbt's output follows the
+# legs'. Any of the three failing fails the target; the legs do not start if the jars or the set-up failed.
 test:
-	mkdir -p .cache
-	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl sbt-test
-	$(call TWO_LEGS,,not ($(EXTENDED)))
+	mkdir -p .cache/reports
+	@status=0; rm -f $(JARS_READY) .cache/sbt-test.rc; \
+	( $(SBT_TEST) > .cache/sbt-test.log 2>&1; echo $$? > .cache/sbt-test.rc ) & \
+	sbt_pid=$$!; \
+	echo "== sbt: the jars, then every line's Scala tests (output in .cache/sbt-test.log, shown after the legs) =="; \
+	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl || status=1; \
+	deadline=$$((SECONDS + 3600)); \
+	until [ -e $(JARS_READY) ] || [ -e .cache/sbt-test.rc ] || [ $$SECONDS -ge $$deadline ]; do sleep 1; done; \
+	if [ $$status = 0 ] && [ -e $(JARS_READY) ]; then \
+	  echo "== sbt: jars ready at $$SECONDS s; the Scala tests go on beside the legs at nice 10 =="; \
+	  for p in $$(ps -o pid= --ppid $$sbt_pid); do renice -n 10 -p $$(ls /proc/$$p/task) > /dev/null || true; done; \
+	  $(call TWO_LEGS_SH,,not ($(EXTENDED))) \
+	else status=1; echo "== no legs: the set-up or the jars failed (or took an hour) =="; fi; \
+	wait $$sbt_pid; echo "== sbt (jarsThenTests) =="; cat .cache/sbt-test.log; \
+	if [ "$$(cat .cache/sbt-test.rc 2>/dev/null)" = 0 ]; then touch $(JAR_STAMP); else status=1; fi; \
+	exit $$status
 
 # Not part of `make test` (.ci/run runs it after; on GitHub a job of its own): the tests marked $(EXTENDED), on the
 # same two legs.
@@ -179,11 +205,10 @@ test-lines: emulator jar
 	  [ "$(LINES_KEEP)" = 1 ] || rm -rf $(LINES_DIR)/pyspark-$$v; \
 	done; exit $$status
 
-# Scala unit tests of every line, and the jars (as `make jar`); the benchmarks' JVM sources compile too (nothing runs
-# them in make test, and code that nothing builds rots).
+# make test's JVM part alone.
 sbt-test:
 	mkdir -p .cache
-	$(SBT) "all test $(SBT_JARS) bench/compile" </dev/null
+	$(SBT_TEST)
 	touch $(JAR_STAMP)
 
 # The tests marked `localstack` (the marker is the one list) on LocalStack through Testcontainers, real KPL and Spark 4:

@@ -328,6 +328,11 @@ lazy val lineProjects = Seq(spark35_212, spark35_213, spark4_213)
 // `bundlePython` puts the KPL bundle, every line's jar and the bundle's aggregated NOTICE into the Python package.
 lazy val bundlePython = taskKey[Seq[File]]("Copies the jars into python/spark_kinesis/jars (the wheel carries them)")
 
+// `make test`'s JVM part in one task, the jars first: bundlePython and publishM2, then the file the system property
+// spark-kinesis.jarsReady names (the e2e tests start on it), then every line's unit tests and the benchmarks' compile.
+// One command, so the KPL bundle is assembled once (its notice merge is not cached between commands).
+lazy val jarsThenTests = taskKey[Unit]("The jars (then the jarsReady file), then every line's unit tests")
+
 lazy val root = (project in file("."))
   .aggregate((kpl: ProjectReference) +: lineProjects.map(p => p: ProjectReference): _*)
   .settings(
@@ -355,7 +360,22 @@ lazy val root = (project in file("."))
         IO.transfer(jar.getInputStream(jar.getEntry(facts)), dir / "spark-kinesis.json")
       }
       copied
-    }
+    },
+    jarsThenTests := Def
+      .sequential(
+        Def.task {
+          val ready = sys.props.get("spark-kinesis.jarsReady").getOrElse(sys.error("set -Dspark-kinesis.jarsReady"))
+          bundlePython.value
+          publishM2.all(ScopeFilter(inAggregates(ThisProject, includeRoot = false))).value
+          IO.touch(file(ready))
+        },
+        Def.task {
+          (Test / test).all(ScopeFilter(inAggregates(ThisProject, includeRoot = false))).value
+          (bench / Compile / compile).value
+          ()
+        }
+      )
+      .value
   )
 
 // Benchmarks (not aggregated, never published): JMH on the writer's hot path, and BareKplLoop, the same records pushed
