@@ -97,15 +97,12 @@ $(PLATFORM_JARS_STAMP): tools/platform-jars/pom.xml
 	rm -rf .cache/platform-jars-m2
 	touch $@
 
-# sbt's bundlePython copies the KPL bundle and every line's jar into the Python package (the wheel
-# carries them); publishM2 puts each artifact and its POM into M2_REPO (spark-submit --packages).
-# One `all` so the KPL bundle is assembled once (its notice merge is not cached between commands).
-SBT_JARS := bundlePython publishM2
-
+# sbt's `jars` (build.sbt): the KPL bundle and every line's jar into the Python package (the wheel carries them), each
+# artifact and its POM into M2_REPO (spark-submit --packages).
 jar: $(JAR_STAMP)
 $(JAR_STAMP): $(JVM_SOURCES)
 	mkdir -p .cache
-	$(SBT) "all $(SBT_JARS)" </dev/null
+	$(SBT) jars </dev/null
 	touch $@
 
 unit:
@@ -141,7 +138,7 @@ define TWO_LEGS
 	exit $$status
 endef
 
-# The JVM part of `make test` (sbt's jarsThenTests): the jars (bundlePython, publishM2, as `make jar`), then JARS_READY,
+# The JVM part of `make test` (sbt's jarsThenTests): the jars (sbt's `jars`, as `make jar`), then JARS_READY,
 # then every line's Scala unit tests; the benchmarks' JVM sources compile too (nothing runs them in make test, and code
 # that nothing builds rots).
 JARS_READY := .cache/jars.ready

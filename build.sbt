@@ -328,9 +328,13 @@ lazy val lineProjects = Seq(spark35_212, spark35_213, spark4_213)
 // `bundlePython` puts the KPL bundle, every line's jar and the bundle's aggregated NOTICE into the Python package.
 lazy val bundlePython = taskKey[Seq[File]]("Copies the jars into python/spark_kinesis/jars (the wheel carries them)")
 
-// `make test`'s JVM part in one task, the jars first: bundlePython and publishM2, then the file the system property
-// spark-kinesis.jarsReady names (the e2e tests start on it), then every line's unit tests and the benchmarks' compile.
-// One command, so the KPL bundle is assembled once (its notice merge is not cached between commands).
+// `make jar`: bundlePython, and publishM2 puts each artifact and its POM into the local Maven repository
+// (spark-submit --packages reads it). One task, so the KPL bundle is assembled once (its notice merge is not cached
+// between commands).
+lazy val jars = taskKey[Unit]("bundlePython, and every artifact published to the local Maven repository")
+
+// `make test`'s JVM part in one task: `jars`, then the file the system property spark-kinesis.jarsReady names (the e2e
+// tests start on it), then every line's unit tests and the benchmarks' compile.
 lazy val jarsThenTests = taskKey[Unit]("The jars (then the jarsReady file), then every line's unit tests")
 
 lazy val root = (project in file("."))
@@ -361,12 +365,15 @@ lazy val root = (project in file("."))
       }
       copied
     },
+    jars := {
+      bundlePython.value
+      publishM2.all(ScopeFilter(inAggregates(ThisProject, includeRoot = false))).value
+    },
     jarsThenTests := Def
       .sequential(
         Def.task {
           val ready = sys.props.get("spark-kinesis.jarsReady").getOrElse(sys.error("set -Dspark-kinesis.jarsReady"))
-          bundlePython.value
-          publishM2.all(ScopeFilter(inAggregates(ThisProject, includeRoot = false))).value
+          jars.value
           IO.touch(file(ready))
         },
         Def.task {
