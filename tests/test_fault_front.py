@@ -237,12 +237,17 @@ def test_latency(front: FaultFront, client: Any) -> None:
         client.list_shards(StreamName=STREAM)
         return time.monotonic() - t
 
+    def fastest() -> float:
+        # A call without the front's latency can still take long on a loaded machine; one of three below 0.3 s says
+        # the 300 ms are not being added, which every call would show if they were.
+        return min(timed() for _ in range(3))
+
     timed()  # warm the connection
-    assert timed() < 0.25
+    assert fastest() < 0.3
     front.add_latency(300)
     assert timed() >= 0.3
     front.add_latency(0)
-    assert timed() < 0.25
+    assert fastest() < 0.3
 
 
 def test_record_size_limit_as_kinesis(front: FaultFront, client: Any, km: KinesisMock) -> None:
