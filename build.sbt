@@ -81,6 +81,8 @@ val Bundled = config("bundled").hide
 // Jars of that tree left out: Spark provides logging; annotation-only jars are dead weight at run time.
 val notBundled = Seq("slf4j-", "log4j-", "checker-qual", "error_prone_annotations", "j2objc-annotations", "jsr305")
 
+def isKplJar(j: Attributed[File]): Boolean = j.get(moduleID.key).exists(_.name == "amazon-kinesis-producer")
+
 /** Notices and licences of the bundled jars: each distinct text once, the project's own first. */
 val distinctTexts = CustomMergeStrategy("distinct-texts") { deps =>
   val ordered = deps.sortBy { case _: AssemblyProject => 0; case _ => 1 }
@@ -168,12 +170,15 @@ lazy val kpl = (project in file("jvm/kpl"))
       )
       Seq(out)
     },
+    // The KPL's jar goes in without its daemons; packageBin adds them to the assembly (KplResources).
     assembly / fullClasspath := {
       val bundled = Classpaths.managedJars(Bundled, classpathTypes.value, update.value)
+      val withoutDaemons = target.value / "kpl-without-daemons"
       Attributed.blankSeq((Compile / products).value) ++ bundled
         .filterNot(f => notBundled.exists(f.data.getName.startsWith))
+        .map(j => if (isKplJar(j)) j.map(f => KplResources.withoutDaemons(f, withoutDaemons / f.getName)) else j)
     },
-    assembly / assemblyJarName := s"${name.value}-${version.value}.jar",
+    assembly / assemblyJarName := s"${name.value}-${version.value}-without-daemons.jar",
     assembly / assemblyOption ~= (_.withIncludeScala(false)),
     // Everything third-party is relocated under io.github.sparkkinesis.shaded: Spark platforms put their own AWS SDK
     // (EMR, Glue, Databricks, hadoop-aws), Guava, Jackson, protobuf and HttpClient on the JVM's class path, and EMR also
@@ -230,10 +235,16 @@ lazy val kpl = (project in file("jvm/kpl"))
       case x => MergeStrategy.defaultMergeStrategy(x)
     },
     assembly / test := {},
-    // The bundle is the artifact: the line projects compile against its relocated classes (sbt-assembly refuses
-    // exportJars, hence exportedProducts), and --packages fetches it whole.
-    Compile / packageBin := assembly.value,
-    Compile / exportedProducts := Seq(Attributed.blank(assembly.value)),
+    // The bundle (the assembly, then the daemons) is the artifact: the line projects compile against its relocated
+    // classes (sbt-assembly refuses exportJars, hence exportedProducts), and --packages fetches it whole.
+    Compile / packageBin := {
+      val kplJar = Classpaths.managedJars(Bundled, classpathTypes.value, update.value).filter(isKplJar) match {
+        case Seq(j) => j.data
+        case js     => sys.error(s"expected the KPL's jar once among the bundled jars, found ${js.size}")
+      }
+      KplResources.withDaemons(assembly.value, kplJar, target.value / s"${name.value}-${version.value}.jar")
+    },
+    Compile / exportedProducts := Seq(Attributed.blank((Compile / packageBin).value)),
     Runtime / exportedProducts := (Compile / exportedProducts).value
   )
 
@@ -245,6 +256,11 @@ lazy val kpl = (project in file("jvm/kpl"))
 // Build code of a line (jvm/src/facts: `Facts`, which writes the facts resource): compiled against the line's classes
 // and run by the build, in a configuration no jar or POM includes.
 val FactsGen = config("facts").hide
+
+// sbt's compiler bridge for a line's Scala version: none is published for Scala 2.12, nor for 2.13 before 2.13.12, so
+// the first compile of each on a machine new to sbt compiles one (into ~/.sbt) before the line's own sources.
+lazy val compilerBridge =
+  taskKey[Option[File]]("sbt's compiler bridge for this project's Scala version, compiled if new")
 
 def sparkLineProject(l: SparkLine): Project =
   Project(l.id, file("jvm") / "lines" / l.id)
@@ -314,6 +330,16 @@ def sparkLineProject(l: SparkLine): Project =
           scala.sys.process.Process(Seq(javaBin, "-cp", cp, "io.github.sparkkinesis.Facts", out.getPath, members)).!
         if (exit != 0) sys.error(s"io.github.sparkkinesis.Facts exited $exit")
         Seq(out)
+      },
+      // Fetched (or, on a machine new to sbt, compiled) before the line's compile needs it, beside the KPL bundle's
+      // assembly that the compile waits for anyway.
+      Compile / compile := (Compile / compile).dependsOn(compilerBridge).value,
+      compilerBridge := {
+        (Compile / compilers).value.scalac match {
+          case c: sbt.internal.inc.AnalyzingCompiler =>
+            Some(c.provider.fetchCompiledBridge(c.scalaInstance, streams.value.log))
+          case _ => None
+        }
       },
       Test / fork := true,
       Test / javaOptions ++= Seq("-Xmx1g"),

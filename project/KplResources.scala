@@ -1,4 +1,6 @@
-import java.io.ByteArrayInputStream
+import java.io.{ByteArrayInputStream, File}
+
+import org.apache.commons.compress.archivers.zip.{ZipArchiveEntry, ZipArchiveOutputStream, ZipFile}
 
 import org.objectweb.asm.{ClassReader, ClassWriter}
 import org.objectweb.asm.commons.{ClassRemapper, Remapper}
@@ -13,6 +15,12 @@ import sbtassembly.{CustomMergeStrategy, MergeStrategy}
   * whichever daemon comes first. Relocating the KPL's classes does not move these paths (they are not package names),
   * so the bundle moves the resources and rewrites the two string constants in the KPL's classes that name them: our KPL
   * then loads, extracts and starts only our daemon, and another KPL never finds ours.
+  *
+  * The daemons (~210 of the bundle's ~264 MB) do not go through sbt-assembly: its shader reads every entry of every jar
+  * into memory a byte at a time before any merge strategy sees it (about half of the assembly every line's compile
+  * waits for), and no rule renames a daemon. The assembly takes the KPL's jar without them (`withoutDaemons`), and
+  * `withDaemons` adds them to what it built, at our path, copied as the KPL's jar stores them (neither step inflates an
+  * entry).
   */
 object KplResources {
   val ShadedPrefix = "io.github.sparkkinesis.shaded"
@@ -23,6 +31,47 @@ object KplResources {
     "amazon-kinesis-producer-native-binaries" -> "spark-kinesis-kpl-native-binaries",
     "cacerts/" -> "spark-kinesis-kpl-cacerts/"
   )
+
+  /** The KPL jar's daemons, one per platform: every entry under the first root. */
+  def isDaemon(path: String): Boolean = path.startsWith(Moves.head._1 + "/")
+
+  /** `kplJar` without its daemons, as `out`. */
+  def withoutDaemons(kplJar: File, out: File): File =
+    copyRaw(out, Seq(kplJar -> (e => if (isDaemon(e.getName)) None else Some(e))))
+
+  /** `bundle` and then the daemons of `kplJar` at our path (and the bundle's entries' time), as `out`. */
+  def withDaemons(bundle: File, kplJar: File, out: File): File = {
+    val time = using(ZipFile.builder().setFile(bundle).get())(_.getEntries.nextElement().getTime)
+    def moved(e: ZipArchiveEntry): Option[ZipArchiveEntry] =
+      if (!isDaemon(e.getName)) None
+      else {
+        val m = new ZipArchiveEntry(movedResource(e.getName).get)
+        m.setMethod(e.getMethod); m.setCrc(e.getCrc); m.setSize(e.getSize); m.setCompressedSize(e.getCompressedSize)
+        m.setTime(time)
+        Some(m)
+      }
+    copyRaw(out, Seq(bundle -> (e => Some(e)), kplJar -> moved))
+  }
+
+  /** The entries each jar's function keeps (or renames), in the jars' order and each one's, copied compressed. */
+  private def copyRaw(out: File, from: Seq[(File, ZipArchiveEntry => Option[ZipArchiveEntry])]): File = {
+    val tmp = new File(out.getPath + ".tmp")
+    tmp.getParentFile.mkdirs()
+    using(new ZipArchiveOutputStream(tmp)) { zip =>
+      for ((jar, keep) <- from) using(ZipFile.builder().setFile(jar).get()) { in =>
+        val entries = in.getEntriesInPhysicalOrder
+        while (entries.hasMoreElements) {
+          val e = entries.nextElement()
+          keep(e).foreach(k => using(in.getRawInputStream(e))(raw => zip.addRawArchiveEntry(k, raw)))
+        }
+      }
+    }
+    java.nio.file.Files.move(tmp.toPath, out.toPath, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+    out
+  }
+
+  private def using[A <: AutoCloseable, B](a: A)(f: A => B): B = try f(a)
+  finally a.close()
 
   /** Where a resource of the KPL's jar goes in the bundle, if it is one of the moved ones. */
   def movedResource(path: String): Option[String] = Moves.collectFirst {
