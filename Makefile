@@ -119,6 +119,8 @@ EXTENDED := faults or platforms or install
 # (Scala 2.12 jar) beside it at a lower CPU priority, so it uses what the first leaves idle (its output follows the
 # first's). Tests marked spark35_leg (line-independent code) run on the second leg only, which ends earlier. Both run even
 # if one fails; either failing sets `status` to 1 (TWO_LEGS_SH, a shell fragment; TWO_LEGS, a recipe exiting with it).
+# Each leg's output is kept in .cache/leg-<leg>$(1).log; LEGS_SAID_SH repeats each leg's result and its failures at the
+# very end of the target's output, where a reader of a CI log's tail finds them.
 # $(1): the target's name (its reports' and logs' suffix), $(2): the marker expression both legs add to theirs.
 define TWO_LEGS_SH
 	leg35="== leg spark3.5$(1): pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m '(every_line or spark35_leg) and not lines and ($(2))' =="; \
@@ -128,13 +130,21 @@ define TWO_LEGS_SH
 	  echo $$? > .cache/leg-spark3.5$(1).rc ) & \
 	leg35_pid=$$!; \
 	echo "== leg spark4$(1): pyspark $$($(PY) -c 'import pyspark; print(pyspark.__version__)'), -m 'not spark35_leg and not lines and ($(2))' =="; \
-	$(PY) -m pytest tests -m "not spark35_leg and not lines and ($(2))" --junitxml=.cache/reports/junit-spark4$(1).xml $(PYTEST_ARGS) || status=1; \
+	( set -o pipefail; $(PY) -m pytest tests -m "not spark35_leg and not lines and ($(2))" --junitxml=.cache/reports/junit-spark4$(1).xml $(PYTEST_ARGS) \
+	  2>&1 | tee .cache/leg-spark4$(1).log ) || status=1; \
 	wait $$leg35_pid; echo "$$leg35"; cat .cache/leg-spark3.5$(1).log; \
 	[ "$$(cat .cache/leg-spark3.5$(1).rc)" = 0 ] || status=1;
+endef
+define LEGS_SAID_SH
+	for leg in spark4 spark3.5; do \
+	  echo "== leg $$leg$(1): $$(tail -n 1 .cache/leg-$$leg$(1).log 2>/dev/null || echo 'did not run')"; \
+	  grep -E '^(FAILED|ERROR) ' .cache/leg-$$leg$(1).log 2>/dev/null || true; \
+	done;
 endef
 define TWO_LEGS
 	@status=0; \
 	$(call TWO_LEGS_SH,$(1),$(2)) \
+	$(call LEGS_SAID_SH,$(1)) \
 	exit $$status
 endef
 
@@ -147,10 +157,11 @@ SBT_TEST := SBT_OPTS="$$SBT_OPTS -Dspark-kinesis.jarsReady=$(CURDIR)/$(JARS_READ
 # sbt starts first and the venvs and the emulator are set up beside it (one make -j); the two legs start once the jars
 # are in place, while sbt goes on with the Scala tests beside them at nice 10 (every thread of its JVM, and so the test
 # JVMs it forks): the legs are the longer path, and the Scala tests take what they leave idle. sbt's output follows the
-# legs'. Any of the three failing fails the target; the legs do not start if the jars or the set-up failed.
+# legs', and the three results (with each leg's failures) come last. Any of the three failing fails the target; the legs
+# do not start if the jars or the set-up failed.
 test:
 	mkdir -p .cache/reports
-	@status=0; rm -f $(JARS_READY) .cache/sbt-test.rc; \
+	@status=0; rm -f $(JARS_READY) .cache/sbt-test.rc .cache/leg-spark4.log .cache/leg-spark3.5.log; \
 	( $(SBT_TEST) > .cache/sbt-test.log 2>&1; echo $$? > .cache/sbt-test.rc ) & \
 	sbt_pid=$$!; \
 	echo "== sbt: the jars, then every line's Scala tests (output in .cache/sbt-test.log, shown after the legs) =="; \
@@ -164,6 +175,8 @@ test:
 	else status=1; echo "== no legs: the set-up or the jars failed (or took an hour) =="; fi; \
 	wait $$sbt_pid; echo "== sbt (jarsThenTests) =="; cat .cache/sbt-test.log; \
 	if [ "$$(cat .cache/sbt-test.rc 2>/dev/null)" = 0 ]; then touch $(JAR_STAMP); else status=1; fi; \
+	echo "== sbt (jarsThenTests): $$(grep -E '^\[(success|error)\] Total time' .cache/sbt-test.log | tail -n 1)"; \
+	$(call LEGS_SAID_SH,) \
 	exit $$status
 
 # Not part of `make test` (.ci/run runs it after; on GitHub a job of its own): the tests marked $(EXTENDED), on the
