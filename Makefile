@@ -25,7 +25,7 @@ JAR_STAMP := .cache/jar.stamp
 .PHONY: test test-extended test-lines test-localstack release-check sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
 
 help:
-	@echo "make test   - Scala unit tests (every Spark line) + pytest e2e on Spark 4 and Spark 3.5 (every_line), but for make test-extended's"
+	@echo "make test   - Scala unit tests (the Spark lines but the one make test-extended tests) + pytest e2e on Spark 4 and Spark 3.5 (every_line), but for make test-extended's"
 	@echo "make test-extended - what make test leaves to CI: the fault scenarios, the class-path matrix, the install paths (markers faults, platforms, install), same two legs"
 	@echo "make test-lines - the README's first example on every pyspark release LINES_PYSPARK lists, a venv each (~20 min)"
 	@echo "make test-localstack - the e2e tests marked localstack on LocalStack through Testcontainers (a Docker engine, started here if need be)"
@@ -148,9 +148,9 @@ define TWO_LEGS
 	exit $$status
 endef
 
-# The JVM part of `make test` (sbt's jarsThenTests): the jars (sbt's `jars`, as `make jar`), then JARS_READY,
-# then every line's Scala unit tests; the benchmarks' JVM sources compile too (nothing runs them in make test, and code
-# that nothing builds rots).
+# The JVM part of `make test` (sbt's jarsThenTests): the jars (sbt's `jars`, as `make jar`), then JARS_READY, then the
+# Scala unit tests of every line but those `make test-extended` runs (build.sbt's extendedLines); the benchmarks' JVM
+# sources compile too (nothing runs them in make test, and code that nothing builds rots).
 JARS_READY := .cache/jars.ready
 SBT_TEST := SBT_OPTS="$$SBT_OPTS -Dspark-kinesis.jarsReady=$(CURDIR)/$(JARS_READY)" $(SBT) jarsThenTests </dev/null
 
@@ -164,7 +164,7 @@ test:
 	@status=0; rm -f $(JARS_READY) .cache/sbt-test.rc .cache/leg-spark4.log .cache/leg-spark3.5.log; \
 	( $(SBT_TEST) > .cache/sbt-test.log 2>&1; echo $$? > .cache/sbt-test.rc ) & \
 	sbt_pid=$$!; \
-	echo "== sbt: the jars, then every line's Scala tests (output in .cache/sbt-test.log, shown after the legs) =="; \
+	echo "== sbt: the jars, then the Scala tests (output in .cache/sbt-test.log, shown after the legs) =="; \
 	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl || status=1; \
 	deadline=$$((SECONDS + 3600)); \
 	until [ -e $(JARS_READY) ] || [ -e .cache/sbt-test.rc ] || [ $$SECONDS -ge $$deadline ]; do sleep 1; done; \
@@ -179,11 +179,12 @@ test:
 	$(call LEGS_SAID_SH,) \
 	exit $$status
 
-# Not part of `make test` (.ci/run runs it after; on GitHub a job of its own): the tests marked $(EXTENDED), on the
-# same two legs.
+# Not part of `make test` (.ci/run runs it after; on GitHub a job of its own): the unit tests of the lines build.sbt's
+# `extendedLines` names, then the tests marked $(EXTENDED), on the same two legs.
 test-extended:
 	mkdir -p .cache
 	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl platform-jars jar
+	$(SBT) extendedTests </dev/null
 	$(call TWO_LEGS,-extended,$(EXTENDED))
 
 # The pyspark releases `make test-lines` runs the README's first example on (`foreach` and `format("kinesis")`, streaming
