@@ -81,7 +81,8 @@ val Bundled = config("bundled").hide
 // Jars of that tree left out: Spark provides logging; annotation-only jars are dead weight at run time.
 val notBundled = Seq("slf4j-", "log4j-", "checker-qual", "error_prone_annotations", "j2objc-annotations", "jsr305")
 
-def isKplJar(j: Attributed[File]): Boolean = j.get(moduleID.key).exists(_.name == "amazon-kinesis-producer")
+// The KPL's own jar among the bundled ones: its daemons go around the assembly (KplResources).
+lazy val kplJar = taskKey[File]("The KPL's jar among the bundled ones")
 
 /** Notices and licences of the bundled jars: each distinct text once, the project's own first. */
 val distinctTexts = CustomMergeStrategy("distinct-texts") { deps =>
@@ -170,13 +171,21 @@ lazy val kpl = (project in file("jvm/kpl"))
       )
       Seq(out)
     },
+    kplJar := {
+      val bundled = Classpaths.managedJars(Bundled, classpathTypes.value, update.value)
+      bundled.filter(_.get(moduleID.key).exists(_.name == "amazon-kinesis-producer")) match {
+        case Seq(j) => j.data
+        case js     => sys.error(s"expected the KPL's jar once among the bundled jars, found ${js.size}")
+      }
+    },
     // The KPL's jar goes in without its daemons; packageBin adds them to the assembly (KplResources).
     assembly / fullClasspath := {
       val bundled = Classpaths.managedJars(Bundled, classpathTypes.value, update.value)
-      val withoutDaemons = target.value / "kpl-without-daemons"
+      val kpl = kplJar.value
+      val withoutDaemons = target.value / "kpl-without-daemons" / kpl.getName
       Attributed.blankSeq((Compile / products).value) ++ bundled
         .filterNot(f => notBundled.exists(f.data.getName.startsWith))
-        .map(j => if (isKplJar(j)) j.map(f => KplResources.withoutDaemons(f, withoutDaemons / f.getName)) else j)
+        .map(j => if (j.data == kpl) j.map(KplResources.withoutDaemons(_, withoutDaemons)) else j)
     },
     assembly / assemblyJarName := s"${name.value}-${version.value}-without-daemons.jar",
     assembly / assemblyOption ~= (_.withIncludeScala(false)),
@@ -237,13 +246,8 @@ lazy val kpl = (project in file("jvm/kpl"))
     assembly / test := {},
     // The bundle (the assembly, then the daemons) is the artifact: the line projects compile against its relocated
     // classes (sbt-assembly refuses exportJars, hence exportedProducts), and --packages fetches it whole.
-    Compile / packageBin := {
-      val kplJar = Classpaths.managedJars(Bundled, classpathTypes.value, update.value).filter(isKplJar) match {
-        case Seq(j) => j.data
-        case js     => sys.error(s"expected the KPL's jar once among the bundled jars, found ${js.size}")
-      }
-      KplResources.withDaemons(assembly.value, kplJar, target.value / s"${name.value}-${version.value}.jar")
-    },
+    Compile / packageBin :=
+      KplResources.withDaemons(assembly.value, kplJar.value, target.value / s"${name.value}-${version.value}.jar"),
     Compile / exportedProducts := Seq(Attributed.blank((Compile / packageBin).value)),
     Runtime / exportedProducts := (Compile / exportedProducts).value
   )
