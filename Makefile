@@ -22,7 +22,7 @@ JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/de
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
 JAR_STAMP := .cache/jar.stamp
 
-.PHONY: test test-extended test-lines test-localstack release-check sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
+.PHONY: test test-extended test-lines test-localstack release-check sbt-test unit pytest pytest35 demo soak chaos jar venv venv35 class-archives class-archives35 emulator kafka kcl platform-jars lint actionlint fmt bench bench-scale clean help
 
 help:
 	@echo "make test   - Scala unit tests (the Spark lines but the one make test-extended tests) + pytest e2e on Spark 4 and Spark 3.5 (every_line), but for make test-extended's"
@@ -57,6 +57,15 @@ $(VENV35)/.stamp: requirements-spark3.5.txt requirements-test.txt python/pyproje
 	$(VENV35)/bin/uv pip install -q --python $(PY35) -r requirements-spark3.5.txt
 	$(VENV35)/bin/uv pip install -q --python $(PY35) --no-deps -e python -e testkit
 	touch $@
+
+# Each venv's class-data-sharing archive (.cache/cds) of what a Spark session loads at start, which the legs' JVMs map
+# (testkit's class_archive.py): made here ahead of the legs, in `make test` while sbt builds the jars, at nice 10 so the
+# jars come first; not by each leg at its start, after the jars. Made once per venv, Spark and JDK; never fails (a leg
+# makes it again, or runs without one).
+class-archives: venv
+	nice -n 10 $(PY) -m spark_kinesis_testkit.class_archive $(CURDIR)
+class-archives35: venv35
+	nice -n 10 $(PY35) -m spark_kinesis_testkit.class_archive $(CURDIR)
 
 emulator: $(KINESIS_MOCK_MAIN)
 $(KINESIS_MOCK_MAIN): tools/emulator/package.json tools/emulator/package-lock.json tools/emulator/patch.js
@@ -111,9 +120,10 @@ unit:
 # What `make test` leaves to `make test-extended` (CI runs both; on GitHub each on a runner of its own): the tests whose
 # cost is their scenario, not the code they cover: the fault scenarios (`faults`: kills, outages, restarts from a
 # checkpoint), the class-path matrix beside platforms' jars (`platforms`: 3 GB of jars) and the install paths (`install`:
-# a fresh venv, spark-submit --packages; `make release-check` installs what a tag publishes too). One marker expression:
-# `make test` runs its complement, so every test runs in exactly one of the two, on the same leg either way.
-EXTENDED := faults or platforms or install
+# a fresh venv, spark-submit --packages; `make release-check` installs what a tag publishes too), and the tests of a jar
+# `make test` does not build (`later_scala`: build.sbt's extendedLines). One marker expression: `make test` runs its
+# complement, so every test runs in exactly one of the two, on the same leg either way.
+EXTENDED := faults or platforms or install or later_scala
 
 # Two pytest legs on one build: the tests on the default Spark 4 line, and the tests marked every_line on pyspark 3.5
 # (Scala 2.12 jar) beside it at a lower CPU priority, so it uses what the first leaves idle (its output follows the
@@ -148,9 +158,10 @@ define TWO_LEGS
 	exit $$status
 endef
 
-# The JVM part of `make test` (sbt's jarsThenTests): the jars (sbt's `jars`, as `make jar`), then JARS_READY, then the
-# Scala unit tests of every line but those `make test-extended` runs (build.sbt's extendedLines); the benchmarks' JVM
-# sources compile too (nothing runs them in make test, and code that nothing builds rots).
+# The JVM part of `make test` (sbt's jarsThenTests): the jars as `make jar` makes them but for the lines `make
+# test-extended` builds and tests (build.sbt's extendedLines), then JARS_READY, then the Scala unit tests of the same
+# lines; the benchmarks' JVM sources compile too (nothing runs them in make test, and code that nothing builds rots).
+# The Python package then holds not every line's jar: JAR_STAMP goes, so the next `make jar` builds them all.
 JARS_READY := .cache/jars.ready
 SBT_TEST := SBT_OPTS="$$SBT_OPTS -Dspark-kinesis.jarsReady=$(CURDIR)/$(JARS_READY)" $(SBT) jarsThenTests </dev/null
 
@@ -161,11 +172,11 @@ SBT_TEST := SBT_OPTS="$$SBT_OPTS -Dspark-kinesis.jarsReady=$(CURDIR)/$(JARS_READ
 # do not start if the jars or the set-up failed.
 test:
 	mkdir -p .cache/reports
-	@status=0; rm -f $(JARS_READY) .cache/sbt-test.rc .cache/leg-spark4.log .cache/leg-spark3.5.log; \
+	@status=0; rm -f $(JAR_STAMP) $(JARS_READY) .cache/sbt-test.rc .cache/leg-spark4.log .cache/leg-spark3.5.log; \
 	( $(SBT_TEST) > .cache/sbt-test.log 2>&1; echo $$? > .cache/sbt-test.rc ) & \
 	sbt_pid=$$!; \
 	echo "== sbt: the jars, then the Scala tests (output in .cache/sbt-test.log, shown after the legs) =="; \
-	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl || status=1; \
+	$(MAKE) -j4 --no-print-directory venv venv35 class-archives class-archives35 emulator kafka kcl || status=1; \
 	deadline=$$((SECONDS + 3600)); \
 	until [ -e $(JARS_READY) ] || [ -e .cache/sbt-test.rc ] || [ $$SECONDS -ge $$deadline ]; do sleep 1; done; \
 	if [ $$status = 0 ] && [ -e $(JARS_READY) ]; then \
@@ -174,7 +185,7 @@ test:
 	  $(call TWO_LEGS_SH,,not ($(EXTENDED))) \
 	else status=1; echo "== no legs: the set-up or the jars failed (or took an hour) =="; fi; \
 	wait $$sbt_pid; echo "== sbt (jarsThenTests) =="; cat .cache/sbt-test.log; \
-	if [ "$$(cat .cache/sbt-test.rc 2>/dev/null)" = 0 ]; then touch $(JAR_STAMP); else status=1; fi; \
+	[ "$$(cat .cache/sbt-test.rc 2>/dev/null)" = 0 ] || status=1; \
 	echo "== sbt (jarsThenTests): $$(grep -E '^\[(success|error)\] Total time' .cache/sbt-test.log | tail -n 1)"; \
 	$(call LEGS_SAID_SH,) \
 	exit $$status
@@ -183,7 +194,7 @@ test:
 # `extendedLines` names, then the tests marked $(EXTENDED), on the same two legs.
 test-extended:
 	mkdir -p .cache
-	$(MAKE) -j4 --no-print-directory venv venv35 emulator kafka kcl platform-jars jar
+	$(MAKE) -j4 --no-print-directory venv venv35 class-archives class-archives35 emulator kafka kcl platform-jars jar
 	$(SBT) extendedTests </dev/null
 	$(call TWO_LEGS,-extended,$(EXTENDED))
 
@@ -219,8 +230,8 @@ test-lines: emulator jar
 # make test's JVM part alone.
 sbt-test:
 	mkdir -p .cache
+	rm -f $(JAR_STAMP)
 	$(SBT_TEST)
-	touch $(JAR_STAMP)
 
 # The tests marked `localstack` (the marker is the one list) on LocalStack through Testcontainers, real KPL and Spark 4:
 # tools/localstack-leg.sh finds or starts a Docker engine (images in .cache/docker, sockets in /run/skd.*) and gets the

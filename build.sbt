@@ -358,20 +358,46 @@ lazy val lineProjects = Seq(spark35_212, spark35_213, spark4_213)
 // `bundlePython` puts the KPL bundle, every line's jar and the bundle's aggregated NOTICE into the Python package.
 lazy val bundlePython = taskKey[Seq[File]]("Copies the jars into python/spark_kinesis/jars (the wheel carries them)")
 
+// Replaces the jars in python/spark_kinesis/jars with the KPL bundle and the given line jars; beside them, every notice
+// the bundle carries (its META-INF/NOTICE) and what it carries, and the facts resource, the same in every line jar
+// (Python's option table, task totals and Spark lines).
+def bundleIntoPython(base: File, bundle: File, lineJars: Seq[File]): Seq[File] = {
+  val dir = base / "python" / "spark_kinesis" / "jars"
+  IO.delete(IO.listFiles(dir, "*.jar"))
+  val copied = (bundle +: lineJars).map { j =>
+    val out = dir / j.getName; IO.copyFile(j, out); out
+  }
+  sbt.io.Using.jarFile(verify = false)(bundle) { jar =>
+    IO.transfer(jar.getInputStream(jar.getEntry("META-INF/NOTICE")), dir / "NOTICE")
+    IO.transfer(jar.getInputStream(jar.getEntry("META-INF/spark-kinesis/BUNDLED.md")), dir / "BUNDLED.md")
+  }
+  sbt.io.Using.jarFile(verify = false)(lineJars.head) { jar =>
+    val facts = "META-INF/spark-kinesis/spark-kinesis.json"
+    IO.transfer(jar.getInputStream(jar.getEntry(facts)), dir / "spark-kinesis.json")
+  }
+  copied
+}
+
 // `make jar`: bundlePython, and publishM2 puts each artifact and its POM into the local Maven repository
 // (spark-submit --packages reads it). One task, so the KPL bundle is assembled once (its notice merge is not cached
 // between commands).
 lazy val jars = taskKey[Unit]("bundlePython, and every artifact published to the local Maven repository")
 
-// `make test`'s JVM part in one task: `jars`, then the file the system property spark-kinesis.jarsReady names (the e2e
-// tests start on it), then the unit tests of every line but `extendedLines` and the benchmarks' compile.
-lazy val jarsThenTests = taskKey[Unit]("The jars (then the jarsReady file), then the unit tests but extendedTests'")
+// `make test`'s JVM part in one task: what `jars` does for every line but `extendedLines` (the legs load no other), then
+// the file the system property spark-kinesis.jarsReady names (the e2e tests start on it), then the unit tests of the
+// same lines and the benchmarks' compile.
+lazy val jarsThenTests = taskKey[Unit]("The jars and unit tests of every line but extendedLines, jarsReady between")
 
-// The lines whose unit tests `make test` leaves to `make test-extended` (CI runs both): Spark 3.5 on Scala 2.13 compiles
-// the Spark 3.5 folder, which the 3.5_2.12 line tests, and the Scala 2.13 one, which the Spark 4 line tests, so the
-// lines make test runs cover every source folder; the pairing of the two is tested in CI (docs/development.md has what
-// moving its test compile and run out saved make test).
-lazy val extendedLines: Seq[ProjectReference] = Seq(spark35_213)
+// The lines `make test` neither builds nor tests, and `make test-extended` does (`make jar` builds every line; CI runs
+// both): each line's Scalas after its first (SparkLines.laterScalas: 3.5_2.13), whose jar no leg runs. Spark 3.5 on
+// Scala 2.13 compiles the Spark 3.5 folder, which the 3.5_2.12 line tests, and the Scala 2.13 one, which the Spark 4
+// line tests, so the lines make test runs cover every source folder; the pairing of the two is tested in CI
+// (docs/development.md has what leaving it out saved make test).
+lazy val extendedLines: Seq[ProjectReference] = SparkLines.laterScalas.map(l => LocalProject(l.id))
+// What `make test` builds and tests: every project but extendedLines, and of those the line projects.
+lazy val madeByTest = ScopeFilter(inAggregates(LocalRootProject, includeRoot = false) -- inProjects(extendedLines: _*))
+lazy val linesMadeByTest =
+  ScopeFilter(inProjects(lineProjects.map(p => p: ProjectReference): _*) -- inProjects(extendedLines: _*))
 lazy val extendedTests = taskKey[Unit]("The unit tests of the lines `make test` leaves to `make test-extended`")
 
 lazy val root = (project in file("."))
@@ -379,29 +405,15 @@ lazy val root = (project in file("."))
   .settings(
     name := "spark-kinesis-root",
     publish / skip := true,
-    bundlePython := {
-      val jars = (kpl / Compile / packageBin).value +: Seq(
+    bundlePython := bundleIntoPython(
+      baseDirectory.value,
+      (kpl / Compile / packageBin).value,
+      Seq(
         (spark35_212 / Compile / packageBin).value,
         (spark35_213 / Compile / packageBin).value,
         (spark4_213 / Compile / packageBin).value
       )
-      val dir = baseDirectory.value / "python" / "spark_kinesis" / "jars"
-      IO.delete(IO.listFiles(dir, "*.jar"))
-      val copied = jars.map { j =>
-        val out = dir / j.getName; IO.copyFile(j, out); out
-      }
-      // Beside the jars in the wheel: every notice the bundle carries (its META-INF/NOTICE), and what it carries.
-      sbt.io.Using.jarFile(verify = false)(jars.head) { jar =>
-        IO.transfer(jar.getInputStream(jar.getEntry("META-INF/NOTICE")), dir / "NOTICE")
-        IO.transfer(jar.getInputStream(jar.getEntry("META-INF/spark-kinesis/BUNDLED.md")), dir / "BUNDLED.md")
-      }
-      // The facts resource, the same in every line jar: Python's option table, task totals and Spark lines.
-      sbt.io.Using.jarFile(verify = false)(jars.last) { jar =>
-        val facts = "META-INF/spark-kinesis/spark-kinesis.json"
-        IO.transfer(jar.getInputStream(jar.getEntry(facts)), dir / "spark-kinesis.json")
-      }
-      copied
-    },
+    ),
     jars := {
       bundlePython.value
       publishM2.all(ScopeFilter(inAggregates(ThisProject, includeRoot = false))).value
@@ -410,13 +422,16 @@ lazy val root = (project in file("."))
       .sequential(
         Def.task {
           val ready = sys.props.get("spark-kinesis.jarsReady").getOrElse(sys.error("set -Dspark-kinesis.jarsReady"))
-          jars.value
+          bundleIntoPython(
+            baseDirectory.value,
+            (kpl / Compile / packageBin).value,
+            (Compile / packageBin).all(linesMadeByTest).value
+          )
+          publishM2.all(madeByTest).value
           IO.touch(file(ready))
         },
         Def.task {
-          (Test / test)
-            .all(ScopeFilter(inAggregates(ThisProject, includeRoot = false) -- inProjects(extendedLines: _*)))
-            .value
+          (Test / test).all(madeByTest).value
           (bench / Compile / compile).value
           ()
         }

@@ -16,58 +16,16 @@ import pytest
 # Before any JVM starts (the KPL daemon inherits its environment): no EC2 metadata probes.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 ROOT = Path(__file__).resolve().parents[1]
-C1_ONLY = "-XX:TieredStopAtLevel=1"
-# The JVM's class-data-sharing messages off: a JVM whose class path does not match the archive's runs without it,
-# and says so on its standard output, which some tests read.
-CDS_QUIET = "-Xlog:cds=off,cds+dynamic=off"
 
 
-def spark_class_archive() -> Path | None:
-    """A dynamic class-data-sharing archive of the classes a Spark session of this venv loads at start (made once per
-    venv, Spark and JDK, by one session run under ``-XX:ArchiveClassesAtExit``, then kept in .cache/cds): every JVM
-    with Spark's class path maps those classes instead of loading them again. None if it cannot be made."""
-    import hashlib
-    import subprocess
-    import sys
-
-    from spark_kinesis_testkit.emulator import java_executable
-
-    java = java_executable()
-    if java is None:
-        return None
-    spark_jars = Path(pyspark.__file__).parent / "jars"
-    key = f"{sys.prefix}|{pyspark.__version__}|{os.path.realpath(java)}|{spark_jars.stat().st_mtime_ns}"
-    archive = (
-        ROOT / ".cache" / "cds" / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.jsa"
-    )
-    if archive.exists():
-        return archive
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    partial = archive.with_suffix(f".{os.getpid()}.tmp")
-    script = (
-        "from spark_kinesis_testkit.emulator import loopback_session_builder\n"
-        "s = loopback_session_builder('local[2]', 'class-archive').getOrCreate()\n"
-        "s.range(100).selectExpr('id % 7 AS k', 'id').groupBy('k').count().collect()\n"
-        "s.stop()\n"
-    )
-    env = {**os.environ, "JAVA_TOOL_OPTIONS": f"{C1_ONLY} {CDS_QUIET} -XX:ArchiveClassesAtExit={partial}"}
-    try:
-        subprocess.run([sys.executable, "-c", script], env=env, timeout=300, check=True, capture_output=True)
-        partial.replace(archive)  # whole or not at all: a leg beside this one may read it
-    except (subprocess.SubprocessError, OSError):
-        partial.unlink(missing_ok=True)
-        return None
-    return archive
-
-
-# Every JVM the tests start (Spark drivers, executors, probes, spark-submit) compiles with C1 only: most are
-# short-lived, and the C2 compiler's work would not pay for itself before they exit, while it competes for the
-# cores the tests run on. Those with Spark's class path also map its start-up classes from one archive instead of
-# loading and verifying them each time. Benchmarks and the demo do not run under pytest and keep the JVM's default.
+# Every JVM the tests start (Spark drivers, executors, probes, spark-submit) compiles with C1 only; those with Spark's
+# class path also map its start-up classes from one archive instead of loading and verifying them each time (`make
+# test` makes it during its set-up; otherwise the first run here does). Benchmarks and the demo do not run under pytest
+# and keep the JVM's default.
 if "JAVA_TOOL_OPTIONS" not in os.environ:
-    _archive = spark_class_archive()
-    _cds = f" {CDS_QUIET} -XX:SharedArchiveFile={_archive}" if _archive is not None else ""
-    os.environ["JAVA_TOOL_OPTIONS"] = C1_ONLY + _cds
+    from spark_kinesis_testkit.class_archive import java_tool_options
+
+    os.environ["JAVA_TOOL_OPTIONS"] = java_tool_options(ROOT)
 
 import helpers
 from helpers import fresh_stream, session_jars
@@ -80,6 +38,9 @@ from spark_kinesis_testkit.localstack import LocalStackKinesis, docker_problem, 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: runs real Spark + KPL + embedded Kinesis")
     config.addinivalue_line("markers", "install: builds and installs artifacts (wheel, --packages)")
+    config.addinivalue_line(
+        "markers", "later_scala: needs the jar of a line's later Scala (3.5_2.13), which make test does not build"
+    )
     config.addinivalue_line("markers", "bad_input: one bad option, schema, row or environment and its error")
     config.addinivalue_line("markers", "faults: a fault scenario (throttling, outages, kills) with id accounting")
     config.addinivalue_line(

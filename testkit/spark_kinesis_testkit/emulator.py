@@ -272,8 +272,8 @@ def loopback_session_builder(
     master: str = "local[2]", app_name: str = "spark-kinesis", jars: str | None = None, metrics_dir: str | None = None
 ) -> Any:
     """A ``SparkSession.builder`` for tests, demos and benchmarks: loopback only, no UI, the writer's
-    jars (``jars``, comma-separated, else the bundled ones for the installed pyspark) and optionally a
-    CsvSink writing every second to ``metrics_dir``.
+    jars (``jars``, comma-separated; None: the bundled ones for the installed pyspark; "": none, Spark's
+    own only) and optionally a CsvSink writing every second to ``metrics_dir``.
     """
     from pyspark.sql import SparkSession
     from spark_kinesis import configure
@@ -306,7 +306,9 @@ def loopback_session_builder(
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.config("spark.jars", jars) if jars else configure(builder)
+    if jars is None:
+        return configure(builder)
+    return builder.config("spark.jars", jars) if jars else builder
 
 
 @dataclass(frozen=True)
