@@ -358,11 +358,13 @@ lazy val lineProjects = Seq(spark35_212, spark35_213, spark4_213)
 // `bundlePython` puts the KPL bundle, every line's jar and the bundle's aggregated NOTICE into the Python package.
 lazy val bundlePython = taskKey[Seq[File]]("Copies the jars into python/spark_kinesis/jars (the wheel carries them)")
 
-// Replaces the jars in python/spark_kinesis/jars with the KPL bundle and the given line jars; beside them, every notice
-// the bundle carries (its META-INF/NOTICE) and what it carries, and the facts resource, the same in every line jar
-// (Python's option table, task totals and Spark lines).
-def bundleIntoPython(base: File, bundle: File, lineJars: Seq[File]): Seq[File] = {
-  val dir = base / "python" / "spark_kinesis" / "jars"
+// Replaces the jars in python/spark_kinesis/jars with the KPL bundle and the jars of the line projects `lines` selects;
+// beside them, every notice the bundle carries (its META-INF/NOTICE) and what it carries, and the facts resource, the
+// same in every line jar (Python's option table, task totals and Spark lines).
+def bundleIntoPython(lines: ScopeFilter): Def.Initialize[Task[Seq[File]]] = Def.task {
+  val bundle = (kpl / Compile / packageBin).value
+  val lineJars = (Compile / packageBin).all(lines).value
+  val dir = (ThisBuild / baseDirectory).value / "python" / "spark_kinesis" / "jars"
   IO.delete(IO.listFiles(dir, "*.jar"))
   val copied = (bundle +: lineJars).map { j =>
     val out = dir / j.getName; IO.copyFile(j, out); out
@@ -382,6 +384,11 @@ def bundleIntoPython(base: File, bundle: File, lineJars: Seq[File]): Seq[File] =
 // (spark-submit --packages reads it). One task, so the KPL bundle is assembled once (its notice merge is not cached
 // between commands).
 lazy val jars = taskKey[Unit]("bundlePython, and every artifact published to the local Maven repository")
+// What `jars` does, for the projects `projects` selects and the line projects among them, `lines`.
+def jarsOf(projects: ScopeFilter, lines: ScopeFilter): Def.Initialize[Task[Unit]] = Def.task {
+  bundleIntoPython(lines).value
+  publishM2.all(projects).value
+}
 
 // `make test`'s JVM part in one task: what `jars` does for every line but `extendedLines` (the legs load no other), then
 // the file the system property spark-kinesis.jarsReady names (the e2e tests start on it), then the unit tests of the
@@ -394,10 +401,11 @@ lazy val jarsThenTests = taskKey[Unit]("The jars and unit tests of every line bu
 // line tests, so the lines make test runs cover every source folder; the pairing of the two is tested in CI
 // (docs/development.md has what leaving it out saved make test).
 lazy val extendedLines: Seq[ProjectReference] = SparkLines.laterScalas.map(l => LocalProject(l.id))
-// What `make test` builds and tests: every project but extendedLines, and of those the line projects.
-lazy val madeByTest = ScopeFilter(inAggregates(LocalRootProject, includeRoot = false) -- inProjects(extendedLines: _*))
-lazy val linesMadeByTest =
-  ScopeFilter(inProjects(lineProjects.map(p => p: ProjectReference): _*) -- inProjects(extendedLines: _*))
+// Every project but the root, and the line projects; what `make test` builds and tests of each: all but extendedLines.
+lazy val allProjects = inAggregates(LocalRootProject, includeRoot = false)
+lazy val allLines = inProjects(lineProjects.map(p => p: ProjectReference): _*)
+lazy val madeByTest = ScopeFilter(allProjects -- inProjects(extendedLines: _*))
+lazy val linesMadeByTest = ScopeFilter(allLines -- inProjects(extendedLines: _*))
 lazy val extendedTests = taskKey[Unit]("The unit tests of the lines `make test` leaves to `make test-extended`")
 
 lazy val root = (project in file("."))
@@ -405,29 +413,13 @@ lazy val root = (project in file("."))
   .settings(
     name := "spark-kinesis-root",
     publish / skip := true,
-    bundlePython := bundleIntoPython(
-      baseDirectory.value,
-      (kpl / Compile / packageBin).value,
-      Seq(
-        (spark35_212 / Compile / packageBin).value,
-        (spark35_213 / Compile / packageBin).value,
-        (spark4_213 / Compile / packageBin).value
-      )
-    ),
-    jars := {
-      bundlePython.value
-      publishM2.all(ScopeFilter(inAggregates(ThisProject, includeRoot = false))).value
-    },
+    bundlePython := bundleIntoPython(ScopeFilter(allLines)).value,
+    jars := jarsOf(ScopeFilter(allProjects), ScopeFilter(allLines)).value,
     jarsThenTests := Def
       .sequential(
         Def.task {
           val ready = sys.props.get("spark-kinesis.jarsReady").getOrElse(sys.error("set -Dspark-kinesis.jarsReady"))
-          bundleIntoPython(
-            baseDirectory.value,
-            (kpl / Compile / packageBin).value,
-            (Compile / packageBin).all(linesMadeByTest).value
-          )
-          publishM2.all(madeByTest).value
+          jarsOf(madeByTest, linesMadeByTest).value
           IO.touch(file(ready))
         },
         Def.task {
