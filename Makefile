@@ -59,13 +59,14 @@ $(VENV35)/.stamp: requirements-spark3.5.txt requirements-test.txt python/pyproje
 	touch $@
 
 # Each venv's class-data-sharing archive (.cache/cds) of what a Spark session loads at start, which the legs' JVMs map
-# (testkit's class_archive.py): made here ahead of the legs, in `make test` while sbt builds the jars, at nice 10 so the
-# jars come first; not by each leg at its start, after the jars. Made once per venv, Spark and JDK; never fails (a leg
-# makes it again, or runs without one).
+# (testkit's class_archive.py): made here ahead of the legs, in `make test` while sbt builds the jars; not by each leg
+# at its start, after the jars. At the jar build's priority, not below it: niced, they got little CPU beside sbt's Scala
+# tests and the legs waited for them behind those. Made once per venv, Spark and JDK; never fails (a leg makes it
+# again, or runs without one).
 class-archives: venv
-	nice -n 10 $(PY) -m spark_kinesis_testkit.class_archive $(CURDIR)
+	$(PY) -m spark_kinesis_testkit.class_archive $(CURDIR)
 class-archives35: venv35
-	nice -n 10 $(PY35) -m spark_kinesis_testkit.class_archive $(CURDIR)
+	$(PY35) -m spark_kinesis_testkit.class_archive $(CURDIR)
 
 emulator: $(KINESIS_MOCK_MAIN)
 $(KINESIS_MOCK_MAIN): tools/emulator/package.json tools/emulator/package-lock.json tools/emulator/patch.js
