@@ -17,6 +17,10 @@ export SPARK_KINESIS_M2_REPO := $(M2_REPO)
 # The KPL daemon's C++ SDK probes EC2 instance metadata (169.254.169.254) for a default region at
 # start unless told not to; tests, demo and benchmarks talk to loopback only.
 export AWS_EC2_METADATA_DISABLED := true
+# Python keeps what it compiles (__pycache__, ignored by git): each of the tests' ~100 Python processes (probes, Spark's
+# Python workers, servers) imports pyspark, pandas or boto3, and with PYTHONDONTWRITEBYTECODE set in the environment
+# (some machines set it) every one of them compiled all of it again (docs/development.md has the figures).
+unexport PYTHONDONTWRITEBYTECODE
 
 JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/dev/null) build.sbt $(wildcard project/*.sbt project/*.scala) \
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
@@ -40,7 +44,7 @@ help:
 
 # The two venvs of `make test` install with uv (pinned: UV), not pip: they are made while the JVM build, the set-up's
 # longest part, competes for the same two cores, and uv spends less of them (docs/development.md, "Requirements"). It
-# compiles no bytecode up front either: Python compiles what the tests import on first use.
+# compiles no bytecode up front either: Python compiles what the tests import on first use, once (above).
 UV := uv==0.13.9
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements-dev.txt requirements-test.txt python/pyproject.toml testkit/pyproject.toml

@@ -346,7 +346,8 @@ def sparkLineProject(l: SparkLine): Project =
         }
       },
       Test / fork := true,
-      Test / javaOptions ++= Seq("-Xmx1g"),
+      // C1 only: a test JVM lives ~20 s, too short for C2's compiles to pay for the cores they take.
+      Test / javaOptions ++= Seq("-Xmx1g", "-XX:TieredStopAtLevel=1"),
       Test / parallelExecution := false
     )
 

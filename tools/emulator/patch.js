@@ -1,4 +1,4 @@
-// Two changes to kinesis-mock 0.6.2 (npm kinesis-local, the newest), each applied once to its compiled main.js.
+// Three changes to kinesis-mock 0.6.2 (npm kinesis-local, the newest), each applied once to its compiled main.js.
 // Idempotent; fails when the code a patch changes is not found exactly once (a kinesis-local other than 0.6.2: check
 // whether each is still needed).
 "use strict";
@@ -25,6 +25,18 @@ const patches = [
     old: "var key = $ct_T2__O__O__(new $c_T2(), elem.ev, elem.e2);",
     patched:
       "var key = $ct_T2__O__O__(new $c_T2(), elem.ev, elem.e2); key.g = (function() { return $dp_hashCode__I(this.m()); });",
+  },
+  {
+    // new String(char[], offset, count) in its Scala.js runtime: it appends the chars one at a time, so a string of n
+    // chars is a chain of n concatenations that the garbage collector copies until it is read. Every record's data goes
+    // through it (its base64 both ways), so a 3 MiB PutRecord made hundreds of MB of heap and spent more than half its
+    // CPU in the collector (docs/development.md has the figures). The same string, built from slices of the array.
+    name: "String from chars",
+    old:
+      "  while ((i !== end)) {\n    result = (result + (\"\" + $cToS(value.a[i])));\n    i = ((1 + i) | 0);\n  }\n  return result;",
+    patched:
+      "  while ((i !== end)) {\n    var next = Math.min(end, (i + 8192) | 0);\n" +
+      "    result = (result + String.fromCharCode.apply(null, value.a.subarray(i, next)));\n    i = next;\n  }\n  return result;",
   },
 ];
 let text = fs.readFileSync(main, "utf8");
