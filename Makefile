@@ -44,13 +44,15 @@ help:
 
 # The two venvs of `make test` install with uv (pinned: UV), not pip: they are made while the JVM build, the set-up's
 # longest part, competes for the same two cores, and uv spends less of them (docs/development.md, "Requirements"). It
-# compiles no bytecode up front either: Python compiles what the tests import on first use, once (above).
+# compiles no bytecode up front either: Python compiles what the tests import on first use, once (above). pyspark comes
+# as source only: uv builds its wheel, which only this venv ever reads, so it is stored, not compressed (UV_BUILD).
 UV := uv==0.13.9
+UV_BUILD := --config-settings=--build-option=--compression=stored
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements-dev.txt requirements-test.txt python/pyproject.toml testkit/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q $(UV)
-	$(VENV)/bin/uv pip install -q --python $(PY) -r requirements-dev.txt
+	$(VENV)/bin/uv pip install -q --python $(PY) $(UV_BUILD) -r requirements-dev.txt
 	$(VENV)/bin/uv pip install -q --python $(PY) --no-deps -e python -e testkit
 	touch $@
 
@@ -58,7 +60,7 @@ venv35: $(VENV35)/.stamp
 $(VENV35)/.stamp: requirements-spark3.5.txt requirements-test.txt python/pyproject.toml testkit/pyproject.toml
 	test -x $(PY35) || $(PYTHON) -m venv $(VENV35)
 	$(PY35) -m pip install -q $(UV)
-	$(VENV35)/bin/uv pip install -q --python $(PY35) -r requirements-spark3.5.txt
+	$(VENV35)/bin/uv pip install -q --python $(PY35) $(UV_BUILD) -r requirements-spark3.5.txt
 	$(VENV35)/bin/uv pip install -q --python $(PY35) --no-deps -e python -e testkit
 	touch $@
 
