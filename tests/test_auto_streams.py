@@ -46,7 +46,7 @@ def test_auto_stream_gets_every_record_and_no_aggregate(spark, kinesis, kcl, fro
     front.set_distribution_strategy(stream, "AUTO")
     n = 3000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
-    writer = KinesisWriter(stream_name=stream, partitioner="none", **loopback_writer_options(front.endpoint))
+    writer = KinesisWriter(stream_name=stream, partitioner="none", **kinesis.writer_options(front.endpoint))
     run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer, entry=entry, select=keys_half_null)
     records = read_stream_kcl(kinesis.client(), stream, kcl)
     d = account(range(n), records)

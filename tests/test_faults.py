@@ -191,10 +191,6 @@ def front(kinesis):
         yield f
 
 
-def via_front(kinesis: Any, front: Any, **kpl: Any) -> dict[str, Any]:
-    return {**kinesis.writer_options(**kpl), "endpoint": front.endpoint}
-
-
 @pytest.mark.spark35_leg  # the KPL against the fault front, line-independent: where `make test` has room
 @pytest.mark.faults
 @pytest.mark.e2e
@@ -207,7 +203,7 @@ def test_throttling_under_shard_limits(kinesis, stream, tmp_path, front):
     front.enforce_shard_limits(bytes_per_s=64 * 1024, records_per_s=100)
     queue_limit = 3_000  # docs: 2 x (4 x 64 KiB/s / ~150 B per record) x ~1 s round trip
     cfg = scenario_cfg(
-        kinesis, stream, tmp_path, writer_options={**via_front(kinesis, front), "queue_limit": queue_limit}
+        kinesis, stream, tmp_path, writer_options={**kinesis.writer_options(front.endpoint), "queue_limit": queue_limit}
     )
     result = fault_probe(cfg, tmp_path).wait(TIMEOUT_S)
     assert result.done, result.failure()
@@ -235,7 +231,7 @@ def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
     # Every PutRecords answers 500 until three have (the KPL retries them), then half the (aggregated)
     # Kinesis records fail one by one: both phases are certain to happen, whatever the timing.
     front.fail_requests(1.0, mode="http500")
-    cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=via_front(kinesis, front))
+    cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=kinesis.writer_options(front.endpoint))
     probe = fault_probe(cfg, tmp_path)
 
     def switch_after_three_500s() -> None:
@@ -267,7 +263,8 @@ def test_http500_and_partial_failures(kinesis, stream, tmp_path, front):
 def test_outage_shorter_than_record_ttl_is_ridden_through(kinesis, stream, tmp_path, front):
     n = 3_000
     write_input(tmp_path / "in", rows_for(range(n)), files=6)
-    cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=via_front(kinesis, front, RecordTtl=60_000))
+    options = kinesis.writer_options(front.endpoint, RecordTtl=60_000)
+    cfg = scenario_cfg(kinesis, stream, tmp_path, writer_options=options)
     result = fault_probe(cfg, tmp_path).wait(TIMEOUT_S, first_batch_then(lambda: front.outage(4, mode="refuse")))
     assert result.done, result.failure()
     assert front.stats()["refused_periods"] >= 1
@@ -280,7 +277,7 @@ def test_outage_shorter_than_record_ttl_is_ridden_through(kinesis, stream, tmp_p
 def test_outage_longer_than_record_ttl_fails_then_restart_completes(kinesis, stream, tmp_path, front):
     n = 3_000
     write_input(tmp_path / "in", rows_for(range(n)), files=6)
-    opts = via_front(kinesis, front, RecordTtl=4_000, RequestTimeout=2_000, ConnectTimeout=1_000)
+    opts = kinesis.writer_options(front.endpoint, RecordTtl=4_000, RequestTimeout=2_000, ConnectTimeout=1_000)
     # No task retries (local[2]): each attempt would only wait out RecordTtl again behind the same outage.
     first = fault_probe(scenario_cfg(kinesis, stream, tmp_path, writer_options=opts, master="local[2]"), tmp_path)
     failed = first.wait(TIMEOUT_S, first_batch_then(lambda: front.outage(300, mode="refuse")))

@@ -15,13 +15,13 @@ import pytest
 from helpers import account, entries, payload, rows_for, run_available_now, shard_ranges, write_input
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis_testkit.emulator import hash_key, loopback_writer_options, read_stream
+from spark_kinesis_testkit.emulator import hash_key, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import read_stream_kcl
 
 
-def writer_for(endpoint: str, stream: str, **kpl: Any) -> KinesisWriter:
-    return KinesisWriter(stream_name=stream, aggregation="writer", **loopback_writer_options(endpoint, **kpl))
+def writer_for(kinesis: Any, stream: str, endpoint: str | None = None) -> KinesisWriter:
+    return KinesisWriter(stream_name=stream, aggregation="writer", **kinesis.writer_options(endpoint))
 
 
 def assert_placed_by_key(client: Any, stream: str, records: list[Any]) -> None:
@@ -50,7 +50,7 @@ def test_writer_aggregates_place_every_record_in_the_shard_its_key_names(spark, 
             F.col("pk").alias("partitionKey"), F.col("ehk").alias("explicitHashKey"), F.unbase64("b64").alias("data")
         )
 
-    writer = writer_for(kinesis.tls_endpoint, stream)
+    writer = writer_for(kinesis, stream)
     run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer, entry=entry, select=select)
     client = kinesis.client()
     everything = read_stream(client, stream)
@@ -77,7 +77,7 @@ def test_auto_stream_gets_no_writer_aggregates(spark, kinesis, kcl, front, strea
     front.set_distribution_strategy(stream, "AUTO")
     n = 2000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)
-    run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer_for(front.endpoint, stream))
+    run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer_for(kinesis, stream, front.endpoint))
     records = read_stream_kcl(kinesis.client(), stream, kcl)
     d = account(range(n), records)
     assert d.missing == [] and d.duplicates == 0

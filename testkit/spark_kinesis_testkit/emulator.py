@@ -176,14 +176,16 @@ class KinesisMock:
     def tls_endpoint(self) -> str:
         return f"https://127.0.0.1:{self.tls_port}"
 
-    def writer_options(self, **kpl: Any) -> dict[str, Any]:
-        """Keyword arguments for ``KinesisWriter`` that point the KPL at this emulator.
+    def writer_options(self, endpoint: str | None = None, **kpl: Any) -> dict[str, Any]:
+        """Keyword arguments for ``KinesisWriter`` that point the KPL at this emulator, or at ``endpoint`` when
+        something stands in front of it (a fault front); ``kpl`` entries override or extend the KPL settings.
 
-        The emulator is slow (about 1-2 MB/s, seconds per full PutRecords), so requests get a
-        generous timeout; ``kpl`` entries override or extend the KPL settings.
+        The emulator is slow (about 1-2 MB/s, seconds per full PutRecords, many more on a busy machine), so requests
+        get a generous timeout: a request the KPL gives up on is sent again while the emulator may still store the
+        first, and a test that counts duplicates must not meet the KPL's default 6 s on a loaded CI machine.
         """
         slow = {"RequestTimeout": 60000, "RecordTtl": 120000, "CollectionMaxSize": 1048576, "LogLevel": "warning"}
-        return loopback_writer_options(self.tls_endpoint, **{**slow, **kpl})
+        return loopback_writer_options(endpoint or self.tls_endpoint, **{**slow, **kpl})
 
     def client(self) -> Any:
         """A boto3 Kinesis client on the plain-HTTP port."""

@@ -119,11 +119,11 @@ class LocalStackKinesis(KinesisMock):
             self.create_stream(name, shards)
         return self
 
-    def writer_options(self, **kpl: Any) -> dict[str, Any]:
+    def writer_options(self, endpoint: str | None = None, **kpl: Any) -> dict[str, Any]:
         """As the embedded kinesis-mock's, with more time per request and per record: LocalStack's gateway handles
         each request in Python before kinesis-mock does, and on a loaded machine (load 60 on 2 cores) a PutRecords of
         the 100,000-row batch write got no byte back within the embedded 60 s, and its records expired."""
-        return super().writer_options(**{"RequestTimeout": 180000, "RecordTtl": 600000, **kpl})
+        return super().writer_options(endpoint, **{"RequestTimeout": 180000, "RecordTtl": 600000, **kpl})
 
     def describe(self) -> dict[str, str]:
         """What a report says about this backend (the junit report's testsuite properties)."""
