@@ -21,6 +21,11 @@ export AWS_EC2_METADATA_DISABLED := true
 # Python workers, servers) imports pyspark, pandas or boto3, and with PYTHONDONTWRITEBYTECODE set in the environment
 # (some machines set it) every one of them compiled all of it again (docs/development.md has the figures).
 unexport PYTHONDONTWRITEBYTECODE
+# The short-lived JVMs the Makefile starts (Maven's, the lines' tests) compile with C1 only: C2's work does not pay for
+# itself before they exit (docs/development.md has the figures; testkit's class_archive.py says the same for the tests'
+# JVMs, build.sbt for the unit tests').
+C1_ONLY := -XX:TieredStopAtLevel=1
+MVN := MAVEN_OPTS="$$MAVEN_OPTS $(C1_ONLY)" mvn -B -q
 
 JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/dev/null) build.sbt $(wildcard project/*.sbt project/*.scala) \
 	project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
@@ -85,8 +90,8 @@ KAFKA_STAMP := .cache/kafka/.stamp
 kafka: $(KAFKA_STAMP)
 $(KAFKA_STAMP): tools/kafka/pom.xml tools/kafka/spark/pom.xml
 	rm -rf .cache/kafka && mkdir -p .cache/kafka
-	mvn -B -q -f tools/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/kafka/broker
-	mvn -B -q -f tools/kafka/spark/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.cache/kafka/spark
+	$(MVN) -f tools/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/kafka/broker
+	$(MVN) -f tools/kafka/spark/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.cache/kafka/spark
 	touch $@
 
 # The Kinesis Client Library (tools/kcl/pom.xml) and two small programs over it, the tests' consumer wherever a test
@@ -96,7 +101,7 @@ KCL_STAMP := .cache/kcl/.stamp
 kcl: $(KCL_STAMP)
 $(KCL_STAMP): tools/kcl/pom.xml $(shell find tools/kcl/src -type f 2>/dev/null)
 	rm -rf .cache/kcl && mkdir -p .cache/kcl
-	mvn -B -q -f tools/kcl/pom.xml package dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/kcl/lib
+	$(MVN) -f tools/kcl/pom.xml package dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/kcl/lib
 	touch $@
 
 # Jars Spark platforms put on the class path beside ours (tools/platform-jars/pom.xml: AWS SDK bundles as EMR, Glue
@@ -108,7 +113,7 @@ PLATFORM_JARS_STAMP := .cache/platform-jars/.stamp
 platform-jars: $(PLATFORM_JARS_STAMP)
 $(PLATFORM_JARS_STAMP): tools/platform-jars/pom.xml
 	rm -rf .cache/platform-jars .cache/platform-jars-m2 && mkdir -p .cache/platform-jars
-	mvn -B -q -f tools/platform-jars/pom.xml -Dmaven.repo.local=$(CURDIR)/.cache/platform-jars-m2 dependency:copy \
+	$(MVN) -f tools/platform-jars/pom.xml -Dmaven.repo.local=$(CURDIR)/.cache/platform-jars-m2 dependency:copy \
 	  -DoutputDirectory=$(CURDIR)/.cache/platform-jars
 	rm -rf .cache/platform-jars-m2
 	touch $@
@@ -228,7 +233,7 @@ test-lines: emulator jar
 	@status=0; for v in $(LINES_PYSPARK); do \
 	  echo "== line: pyspark $$v =="; \
 	  if $(MAKE) --no-print-directory $(LINES_DIR)/pyspark-$$v/.stamp; then \
-	    JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 $(LINES_DIR)/pyspark-$$v/bin/python -m pytest tests/test_readme.py \
+	    JAVA_TOOL_OPTIONS=$(C1_ONLY) $(LINES_DIR)/pyspark-$$v/bin/python -m pytest tests/test_readme.py \
 	      -m lines --junitxml=.cache/reports/junit-lines-$$v.xml $(PYTEST_ARGS) || status=1; \
 	  else status=1; fi; \
 	  [ "$(LINES_KEEP)" = 1 ] || rm -rf $(LINES_DIR)/pyspark-$$v; \
