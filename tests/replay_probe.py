@@ -15,7 +15,8 @@ scenario:
 - "changed": as "uncommitted", then the batch's input files are rewritten (``replacement``: new rows for some) and the
   replay splits its files into more partitions (``spark.sql.files.maxPartitionBytes``).
 - "restart": as "stop", but the new query starts as soon as the stopped one has ended, while what its tasks had in
-  flight (up to ``queue_limit``) is still being confirmed; ``restarts`` times in a row (each a new batch to stop in).
+  flight (up to ``queue_limit``) is still being confirmed (the front holds every write from just before the stop until
+  it is over); ``restarts`` times in a row (each a new batch to stop in).
 - "exit": as "restart", but this JVM ends at once after the stop (``spark.stop()``, records still in flight) and
   says EXITED; the test restarts the query in a new probe with ``resume`` set (no stop there).
 
@@ -108,9 +109,14 @@ def main() -> None:
                         "records confirmed",
                         lambda s=stream, n=sent: (p := live_producer(spark, s)) and p.records_sent >= n,
                     )
+                    # Kinesis answers no write while the query stops, so the stop leaves records in flight however
+                    # long it takes (at 300 ms a request, a stop slower than a second found none on a loaded machine).
+                    front.hold_writes()
+                    poll("a write held at the front", lambda: front.writes_waiting() > 0)
                     q.stop()
                     in_flight = (p := live_producer(spark, stream)) and p.in_flight_records
                     commits = sorted(f.name for f in (checkpoint / "commits").glob("[0-9]*"))
+                    front.release_writes()
                     probe.say("STOPPED", {"mode": mode, "commits": commits, "in_flight": in_flight})
                     if cfg["scenario"] == "exit":
                         break
