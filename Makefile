@@ -131,11 +131,13 @@ unit:
 
 # What `make test` leaves to `make test-extended` (CI runs both; on GitHub each on a runner of its own): the tests whose
 # cost is their scenario, not the code they cover: the fault scenarios (`faults`: kills, outages, restarts from a
-# checkpoint), the class-path matrix beside platforms' jars (`platforms`: 3 GB of jars) and the install paths (`install`:
-# a fresh venv, spark-submit --packages; `make release-check` installs what a tag publishes too), and the tests of a jar
-# `make test` does not build (`later_scala`: build.sbt's extendedLines). One marker expression: `make test` runs its
-# complement, so every test runs in exactly one of the two, on the same leg either way.
-EXTENDED := faults or platforms or install or later_scala
+# checkpoint), the class-path matrix beside platforms' jars (`platforms`: 3 GB of jars), the install paths (`install`:
+# a fresh venv, spark-submit --packages; `make release-check` installs what a tag publishes too), the tests whose
+# scenario is a count of executor JVMs (`fleet`: `local-cluster` applications of 2 and 4; `make test` proves the same
+# code in its one JVM), and the tests of a jar `make test` does not build (`later_scala`: build.sbt's extendedLines).
+# One marker expression: `make test` runs its complement, so every test runs in exactly one of the two, on the same leg
+# either way.
+EXTENDED := faults or platforms or install or fleet or later_scala
 
 # Two pytest legs on one build: the tests on the default Spark 4 line, and the tests marked every_line on pyspark 3.5
 # (Scala 2.12 jar) beside it at a lower CPU priority, so it uses what the first leaves idle (its output follows the

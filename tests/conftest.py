@@ -46,6 +46,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "platforms: the writer beside a platform's jars on the class path (platform-jars)"
     )
+    config.addinivalue_line(
+        "markers", "fleet: applications on local-cluster started for their executor count (a JVM per executor)"
+    )
     config.addinivalue_line("markers", "every_line: also runs on the Spark 3.5 leg of `make test` (pyspark 3.5)")
     config.addinivalue_line(
         "markers", "lines: `make test-lines` runs these on every pyspark release it lists, and `make test` does not"

@@ -16,6 +16,7 @@ from helpers import (
     rows_for,
     run_available_now,
     session_jars,
+    sink_totals,
     wait_for,
     write_input,
 )
@@ -75,7 +76,33 @@ def test_control_plane_calls_are_counted_and_a_throttled_one_fails_no_write(
 
 
 @pytest.mark.e2e
-@pytest.mark.spark35_leg  # line-independent (the reads and where they run): the leg of `make test` that has room
+@pytest.mark.parametrize("entry", ["format", "foreach"])
+def test_the_driver_reads_the_stream_once_and_ships_its_layout(spark, kinesis, stream, tmp_path, entry):
+    """What the fleet test below proves of executor JVMs, in this session's one JVM (its writer is an executor's): the
+    driver reads the stream once (its check's DescribeStreamSummary, with the ListShards of the first layout) and ships
+    the layout with each of four micro-batches; the writer reads nothing, its KPL daemon one ListShards."""
+    n, files = 2_000, 4
+    write_input(tmp_path / "in", rows_for(range(n)), files=files)
+    with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as front:
+        writer = KinesisWriter(stream_name=stream, **{**kinesis.writer_options(), "endpoint": front.endpoint})
+        q = run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer, entry=entry)
+        # The daemon reads the stream's map when its first records come (it sends them before, alone); by the query's
+        # end the read was sent, but its count at the front may still be on its way.
+        wait_for(
+            lambda: front.control_plane_calls(stream=stream).get("ListShards/kpl", 0) >= 1,
+            30,
+            "the KPL daemon's ListShards",
+        )
+        calls = front.control_plane_calls(stream=stream)
+    assert sum(1 for p in q.recentProgress if p["numInputRows"] > 0) == files
+    _assert_read_by_the_driver_alone(calls, writer.metrics() if entry == "foreach" else sink_totals(q), daemons=1)
+    read_back = account(range(n), read_stream(kinesis.client(), stream))
+    assert read_back.missing == [], f"{len(read_back.missing)} records missing"
+
+
+@pytest.mark.e2e
+@pytest.mark.fleet
+@pytest.mark.spark35_leg  # line-independent (the reads and where they run)
 def test_executors_add_no_control_plane_calls(kinesis, stream, tmp_path):
     """local-cluster with 2 executor JVMs (a ``format`` query, then a ``foreach`` one in the same application), then 4
     (``format``), each query writing a 4-shard stream of its own in four micro-batches:
@@ -122,13 +149,18 @@ def test_executors_add_no_control_plane_calls(kinesis, stream, tmp_path):
         assert all(
             rec.data == payload(i) and rec.partition_key == f"user-{i % 97}" for i, rec in read_back.by_id.items()
         )
-    for said, ((e, entry), c) in zip(result.all("RAN"), calls.items()):
-        from_executors = {k: v for k, v in c.items() if not k.endswith("/driver")}
-        assert from_executors == {"ListShards/kpl": e}, f"{e} executors ({entry}): {c}"
-        assert c.get("DescribeStreamSummary/driver") == 1, f"the driver reads the stream once per query: {c}"
-        # The writer's totals say the same: the driver's calls (its check's DescribeStreamSummary and the ListShards of
-        # the first layout), none from the executors' writers (the daemons' are the KPL's, counted by no metric).
-        totals = said["totals"]
-        driver = sum(v for k, v in c.items() if k.endswith("/driver"))
-        assert (totals["driverControlPlaneCalls"], totals["driverControlPlaneThrottles"]) == (driver, 0), totals
-        assert (totals["controlPlaneCalls"], totals["controlPlaneThrottles"]) == (0, 0), totals
+    for said, c in zip(result.all("RAN"), calls.values()):
+        _assert_read_by_the_driver_alone(c, said["totals"], daemons=said["executors"])
+
+
+def _assert_read_by_the_driver_alone(calls: dict[str, int], totals: dict[str, int], daemons: int) -> None:
+    """A query's control-plane calls of its stream as the front counted them (``calls``) and its writer's totals: the
+    driver's DescribeStreamSummary once, one ListShards per KPL daemon, nothing else from the executors. The totals
+    say the same: the driver's calls (its check and the ListShards of the first layout), none from the executors'
+    writers (the daemons' are the KPL's, counted by no metric)."""
+    from_executors = {k: v for k, v in calls.items() if not k.endswith("/driver")}
+    assert from_executors == {"ListShards/kpl": daemons}, f"{daemons} daemons: {calls}"
+    assert calls.get("DescribeStreamSummary/driver") == 1, f"the driver reads the stream once per query: {calls}"
+    driver = sum(v for k, v in calls.items() if k.endswith("/driver"))
+    assert (totals["driverControlPlaneCalls"], totals["driverControlPlaneThrottles"]) == (driver, 0), totals
+    assert (totals["controlPlaneCalls"], totals["controlPlaneThrottles"]) == (0, 0), totals
