@@ -143,8 +143,9 @@ EXTENDED := faults or platforms or install or fleet or later_scala
 # (Scala 2.12 jar) beside it at a lower CPU priority, so it uses what the first leaves idle (its output follows the
 # first's). Tests marked spark35_leg (line-independent code) run on the second leg only, which ends earlier. Both run even
 # if one fails; either failing sets `status` to 1 (TWO_LEGS_SH, a shell fragment; TWO_LEGS, a recipe exiting with it).
-# Each leg's output is kept in .cache/leg-<leg>$(1).log; LEGS_SAID_SH repeats each leg's result and its failures at the
-# very end of the target's output, where a reader of a CI log's tail finds them.
+# Each leg's output is kept in .cache/leg-<leg>$(1).log; LEGS_SAID_SH repeats each leg's result (pytest's summary line:
+# a JVM of the leg may still log after it) and its failures at the very end of the target's output, where a reader of a
+# CI log's tail finds them.
 # $(1): the target's name (its reports' and logs' suffix), $(2): the marker expression both legs add to theirs.
 define TWO_LEGS_SH
 	leg35="== leg spark3.5$(1): pyspark $$($(PY35) -c 'import pyspark; print(pyspark.__version__)'), -m '(every_line or spark35_leg) and not lines and ($(2))' =="; \
@@ -161,7 +162,8 @@ define TWO_LEGS_SH
 endef
 define LEGS_SAID_SH
 	for leg in spark4 spark3.5; do \
-	  echo "== leg $$leg$(1): $$(tail -n 1 .cache/leg-$$leg$(1).log 2>/dev/null || echo 'did not run')"; \
+	  said=$$(grep -E '^=+ .* in [0-9.]+s' .cache/leg-$$leg$(1).log 2>/dev/null | tail -n 1); \
+	  echo "== leg $$leg$(1): $${said:-$$(tail -n 1 .cache/leg-$$leg$(1).log 2>/dev/null || echo 'did not run')}"; \
 	  grep -E '^(FAILED|ERROR) ' .cache/leg-$$leg$(1).log 2>/dev/null || true; \
 	done;
 endef
