@@ -95,7 +95,8 @@ def test_the_driver_reads_the_stream_once_and_ships_its_layout(spark, kinesis, s
         )
         calls = front.control_plane_calls(stream=stream)
     assert sum(1 for p in q.recentProgress if p["numInputRows"] > 0) == files
-    _assert_read_by_the_driver_alone(calls, writer.metrics() if entry == "foreach" else sink_totals(q), daemons=1)
+    totals = writer.metrics() if entry == "foreach" else sink_totals(q)
+    _assert_read_by_the_driver_alone(calls, totals, daemons=1, what=f"one JVM ({entry})")
     read_back = account(range(n), read_stream(kinesis.client(), stream))
     assert read_back.missing == [], f"{len(read_back.missing)} records missing"
 
@@ -149,17 +150,17 @@ def test_executors_add_no_control_plane_calls(kinesis, stream, tmp_path):
         assert all(
             rec.data == payload(i) and rec.partition_key == f"user-{i % 97}" for i, rec in read_back.by_id.items()
         )
-    for said, c in zip(result.all("RAN"), calls.values()):
-        _assert_read_by_the_driver_alone(c, said["totals"], daemons=said["executors"])
+    for said, ((e, entry), c) in zip(result.all("RAN"), calls.items()):
+        _assert_read_by_the_driver_alone(c, said["totals"], daemons=e, what=f"{e} executors ({entry})")
 
 
-def _assert_read_by_the_driver_alone(calls: dict[str, int], totals: dict[str, int], daemons: int) -> None:
+def _assert_read_by_the_driver_alone(calls: dict[str, int], totals: dict[str, int], daemons: int, what: str) -> None:
     """A query's control-plane calls of its stream as the front counted them (``calls``) and its writer's totals: the
     driver's DescribeStreamSummary once, one ListShards per KPL daemon, nothing else from the executors. The totals
     say the same: the driver's calls (its check and the ListShards of the first layout), none from the executors'
-    writers (the daemons' are the KPL's, counted by no metric)."""
+    writers (the daemons' are the KPL's, counted by no metric). ``what``: the run, for the messages."""
     from_executors = {k: v for k, v in calls.items() if not k.endswith("/driver")}
-    assert from_executors == {"ListShards/kpl": daemons}, f"{daemons} daemons: {calls}"
+    assert from_executors == {"ListShards/kpl": daemons}, f"{what}: {calls}"
     assert calls.get("DescribeStreamSummary/driver") == 1, f"the driver reads the stream once per query: {calls}"
     driver = sum(v for k, v in calls.items() if k.endswith("/driver"))
     assert (totals["driverControlPlaneCalls"], totals["driverControlPlaneThrottles"]) == (driver, 0), totals
