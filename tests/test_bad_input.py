@@ -35,7 +35,8 @@ REGION = {"region": "us-east-1"}
 @dataclass
 class Case:
     id: str
-    where: str  # "python": KinesisWriter(...); "attach": writeStream.foreach(...); "row"/"env": a running query
+    where: str  # "python": KinesisWriter(...); "attach": foreach(...) and format("kinesis") start; "foreach": foreach
+    # only; "row"/"env": a running query
     error: type
     message: list[str]
     kwargs: dict[str, Any] = field(default_factory=dict)
@@ -127,6 +128,22 @@ CASES = [
         kwargs={"max_outstanding_bytes": 1000, "kpl": {"MaxUserRecordSize": 2000}},
     ),
     c("kpl-max-connections-0", "attach", ValueError, "kpl.MaxConnections='0'", kwargs={"kpl": {"MaxConnections": 0}}),
+    c(
+        "ordered-with-kpl-aggregation",
+        "attach",
+        ValueError,
+        "ordered needs aggregation='writer'",
+        "reorder",
+        kwargs={"ordered": True, "aggregation": "kpl"},
+    ),
+    c(
+        "order-by-on-foreach",
+        "foreach",
+        ValueError,
+        "only format('kinesis') can ask",
+        "sortWithinPartitions",
+        kwargs={"order_by": "partitionKey"},
+    ),
     c(
         "kpl-max-connections-1000",
         "attach",
@@ -351,7 +368,7 @@ def _empty_stream_df(spark: Any, tmp_path: Any, columns: dict[str, str]) -> Any:
 
 @pytest.mark.bad_input
 @pytest.mark.e2e
-@pytest.mark.parametrize("case", _cases("attach"), ids=lambda x: x.id)
+@pytest.mark.parametrize("case", _cases("attach") + _cases("foreach"), ids=lambda x: x.id)
 def test_driver_checks_before_any_task(case: Case, spark: Any, tmp_path: Any) -> None:
     df = _empty_stream_df(spark, tmp_path, case.columns)
     kwargs = {"stream_name": "s", **REGION, **case.kwargs}

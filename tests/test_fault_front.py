@@ -193,6 +193,24 @@ def test_fail_records_partial(front: FaultFront, client: Any, km: KinesisMock) -
     assert _in_stream(km, recs) == _pairs(kept)
 
 
+def test_fail_requests_both(front: FaultFront, client: Any) -> None:
+    """``both``: a fraction of the requests answered 500, and the same fraction of the rest's records failed."""
+    front.fail_requests(0.5, mode="both")
+    whole = partial = 0
+    for _ in range(20):
+        try:
+            resp = client.put_records(StreamName=STREAM, Records=_records(20))
+            partial += resp["FailedRecordCount"]
+        except ClientError as e:
+            assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+            whole += 1
+    front.fail_requests(0)
+    stats = front.stats()
+    assert whole == stats["http500"] > 0 and partial == stats["failed_records"] > 0, stats
+    with pytest.raises(ValueError, match="mode"):
+        front.fail_requests(0.5, mode="some")
+
+
 def test_outage_refuse_until_ended(front: FaultFront, client: Any) -> None:
     port = front.port
     assert not _connect_refused(port)

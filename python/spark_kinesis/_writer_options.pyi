@@ -31,6 +31,17 @@ class WriterOptions(TypedDict, total=False):
     records at a trickle, for fewer PUT payload units, at up to that much latency (``kpl.RecordMaxBufferedTime``
     stays the bound). Default: 1.
     """
+    ordered: bool
+    """keep each key's order: a record never reaches a reader after a record of its partition key (or explicit hash
+    key) that the same task wrote after it, through throttling, failures and retries. Each shard then has one
+    Kinesis record in flight at a time (docs/reliability.md, "Per-key order"); needs ``aggregation='writer'``.
+    Default: False.
+    """
+    order_by: str | None
+    """``format('kinesis')`` only: the column(s), comma-separated, that order a key's records (a commit version, a
+    sequence number): the sink asks Spark to cluster rows by their partition key and sort them by these, so one
+    task writes each key in that order. Turns ``ordered`` on.
+    """
     flush_timeout_ms: int
     """how long a task waits for its records at the end. Default: 300000."""
     producer_idle_timeout_ms: int

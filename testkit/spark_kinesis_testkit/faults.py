@@ -371,8 +371,9 @@ class FaultFront:
 
     def fail_requests(self, fraction: float, mode: str = "http500") -> None:
         """Fail ``fraction`` of PutRecords/PutRecord requests (``"http500"``) or of PutRecords records
-        (``"partial"``; a PutRecord is then failed whole) with InternalFailure. ``0`` turns it off."""
-        if mode not in ("http500", "partial") or not 0.0 <= fraction <= 1.0:
+        (``"partial"``; a PutRecord is then failed whole) with InternalFailure, or (``"both"``) ``fraction`` of the
+        requests and then of the records of the rest. ``0`` turns it off."""
+        if mode not in ("http500", "partial", "both") or not 0.0 <= fraction <= 1.0:
             raise ValueError(f"bad fail_requests({fraction!r}, mode={mode!r})")
 
         def apply() -> None:
@@ -628,13 +629,13 @@ class FaultFront:
             if refused is not None:
                 return refused
         if op in ("PutRecords", "PutRecord") and self._fail_fraction:
-            if (self._fail_mode == "http500" or op == "PutRecord") and self._rng.random() < self._fail_fraction:
+            if (self._fail_mode != "partial" or op == "PutRecord") and self._rng.random() < self._fail_fraction:
                 self._stats["http500"] += 1
                 return _error(500, "InternalFailure", "injected")
         auto = "AUTO" in self._strategies.values()  # parse write bodies only then: the benchmarks' front is busy
         if auto and op in ("PutRecords", "PutRecord") and self._strategies.get(_stream_name(_json(body))) == "AUTO":
             body = self._place_on_auto(op, body)
-        if op == "PutRecords" and (self._limits or (self._fail_mode == "partial" and self._fail_fraction)):
+        if op == "PutRecords" and (self._limits or (self._fail_mode != "http500" and self._fail_fraction)):
             return await self._put_records(request, body)
         if op == "PutRecord" and self._limits:
             return await self._put_record(request, body)
@@ -848,7 +849,7 @@ class FaultFront:
         results: list[dict[str, str] | None] = []
         now = time.monotonic()
         for rec in records:
-            if self._fail_mode == "partial" and self._fail_fraction and self._rng.random() < self._fail_fraction:
+            if self._fail_mode != "http500" and self._fail_fraction and self._rng.random() < self._fail_fraction:
                 self._stats["failed_records"] += 1
                 results.append(_record_error("InternalFailure", "injected"))
                 continue

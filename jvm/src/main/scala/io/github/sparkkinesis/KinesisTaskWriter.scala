@@ -72,13 +72,19 @@ private[sparkkinesis] final class KinesisTaskWriter(
     if (blocked > 0) s.blocked(blocked)
     val start = s.latencyStart()
     s.pending.incrementAndGet()
+    var alone = false
     try
       producer.aggregator match {
         case Some(a) if record.partitionKey != null =>
           val key = record.partitionKey.getBytes(StandardCharsets.UTF_8)
           val hashKey =
             if (record.explicitHashKey != null) HashKey.ofDecimal(record.explicitHashKey) else HashKey.ofKeyBytes(key)
-          a.add(WriterAggregation.pending(record, s, bytes, start, hashKey, key))
+          val p = WriterAggregation.pending(record, s, bytes, start, hashKey, key)
+          // Ordered: a record that goes alone skips its shard's one-in-flight order, so it waits for the task's earlier
+          // records (all but itself) and the next record waits for it (below).
+          alone = options.ordered && a.goesAlone(p)
+          if (alone) drain(leaving = 1)
+          a.add(p)
         case Some(a) => a.add(WriterAggregation.pending(record, s, bytes, start, null, null)) // keyless (AUTO): alone
         case None    => KinesisTaskWriter.putAlone(producer.client, record, s, bytes, start)
       }
@@ -90,6 +96,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
     }
     s.written += 1
     s.writtenBytes += bytes
+    if (alone) drain()
   }
 
   private def translate(record: KinesisRecord, e: Throwable): Throwable = e match {
@@ -109,14 +116,21 @@ private[sparkkinesis] final class KinesisTaskWriter(
   /** Returns once every record this task wrote is confirmed; throws the first failure otherwise. */
   def commit(): Unit = {
     state.check()
+    drain()
+    state.check()
+    if (replay != null) replay.commit()
+  }
+
+  /** Sends what this task's records wait in and returns once all but `leaving` are confirmed (or failed, without
+    * fail_on_error).
+    */
+  private def drain(leaving: Int = 0): Unit = {
     // This task's records may wait in aggregates shared with other tasks; records re-sent after a reshard wait there
     // again, so each step of the wait seals them too.
     val flushOwn: () => Unit = producer.aggregator.fold(() => ())(a => () => a.flushFor(state))
     flushOwn()
     producer.client.flush()
-    state.awaitDrained(options.flushTimeoutMs, flushOwn)
-    state.check()
-    if (replay != null) replay.commit()
+    state.awaitDrained(options.flushTimeoutMs, flushOwn, leaving)
   }
 
   /** Of the streams whose layouts the driver shipped, those the producer read itself since (the driver reads them again

@@ -11,7 +11,7 @@ import org.apache.spark.sql.connector.write.{
   WriterCommitMessage
 }
 import org.apache.spark.sql.connector.distributions.{Distribution, Distributions}
-import org.apache.spark.sql.connector.expressions.{Expression, Expressions, SortOrder}
+import org.apache.spark.sql.connector.expressions.{Expression, Expressions, SortDirection, SortOrder}
 import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
@@ -38,18 +38,30 @@ private[sparkkinesis] final class KinesisWrite(
 
   override def supportedCustomMetrics(): Array[CustomMetric] = KinesisSinkMetric.all.toArray
 
-  /** A replayed batch (skip on replay) clusters rows by their record's content, so equal records meet in one task and
-    * each task's use of the earlier confirmations is exact; any other write leaves the rows where they are.
+  /** With `order_by`, rows are clustered by their partition key and sorted by those columns, so one task writes each
+    * key's records in that order (the writer keeps it: `ordered`). A replayed batch (skip on replay) clusters rows by
+    * their record's content, so equal records meet in one task and each task's use of the earlier confirmations is
+    * exact; by the partition key alone when the writer keeps order and the key is part of the content (equal records
+    * still meet, and a key's rows are not spread over tasks). Any other write leaves the rows where they are.
     */
-  override def requiredDistribution(): Distribution = prepared.replay match {
-    case Some(p) if p.replay =>
-      Distributions.clustered(contentColumns.map(c => Expressions.column(c): Expression).toArray)
-    case _ => Distributions.unspecified()
+  override def requiredDistribution(): Distribution = {
+    val keyed = DedupeOptions.keyed(prepared.options)
+    val byKey = prepared.options.orderBy.nonEmpty || prepared.options.ordered && keyed
+    prepared.replay match {
+      case _ if prepared.options.orderBy.nonEmpty => KinesisWrite.clustered(Seq(RowConverter.PartitionKey))
+      case Some(p) if p.replay && byKey           => KinesisWrite.clustered(Seq(RowConverter.PartitionKey))
+      case Some(p) if p.replay                    => KinesisWrite.clustered(contentColumns)
+      case _                                      => Distributions.unspecified()
+    }
   }
-  override def requiredOrdering(): Array[SortOrder] = Array.empty
+  override def requiredOrdering(): Array[SortOrder] =
+    prepared.options.orderBy.map(c => Expressions.sort(Expressions.column(c), SortDirection.ASCENDING)).toArray
 }
 
 private[sparkkinesis] object KinesisWrite {
+
+  private def clustered(columns: Seq[String]): Distribution =
+    Distributions.clustered(columns.map(c => Expressions.column(c): Expression).toArray)
 
   /** Skip on replay's plan for the micro-batch Spark is planning (None when the mode is off). */
   def replayPlan(prepared: KinesisWriter.Prepared, queryId: String): Option[ReplayPlan] =

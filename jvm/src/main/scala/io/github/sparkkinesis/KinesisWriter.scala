@@ -23,6 +23,12 @@ object KinesisWriter {
     */
   def create(options: java.util.Map[String, String], schema: StructType): KinesisForeachWriter = {
     val prepared = prepare(options.asScala.toMap, schema)
+    if (prepared.options.orderBy.nonEmpty)
+      throw new IllegalArgumentException(
+        s"Option ${KinesisWriterOptions.OrderBy.name} asks Spark to sort each key's rows, which only " +
+          "format('kinesis') can ask: with foreach, order the rows yourself (df.repartition('partitionKey')" +
+          s".sortWithinPartitions(<columns>)) and set ${KinesisWriterOptions.Ordered.name}=True instead."
+      )
     val calls = ControlPlaneCalls() // the driver's, for this writer
     val first = checkBeforeStart(prepared.options, calls)
     val p = knowing(prepared, first)
@@ -61,7 +67,15 @@ object KinesisWriter {
     if (local)
       try DaemonCheck.environment(options.producer)
       catch { case e: KinesisWriteException => throw new IllegalArgumentException(e.getMessage, e) }
-    StreamCheck.run(options, local, calls)
+    val layout = StreamCheck.run(options, local, calls)
+    if (options.ordered && layout.exists(_.auto))
+      throw new IllegalArgumentException(
+        s"Option ${KinesisWriterOptions.Ordered.name} keeps each key's order within its shard, and stream " +
+          s"${options.label}'s RecordDistributionStrategy is AUTO: Kinesis places its records on any shard, so no " +
+          s"writer can keep a key's order there. Remove ${KinesisWriterOptions.Ordered.name}, or write to a stream " +
+          "that places records by key (USER_PARTITION_KEY)."
+      )
+    layout
   }
 
   /** What every entry point checks and builds on the driver: options, the row layout, the driver-side totals. */

@@ -13,8 +13,12 @@ private[sparkkinesis] final case class KinesisWriterOptions(
     producerIdleTimeoutMs: Long,
     producer: ProducerConfig,
     dedupe: Option[DedupeOptions] = None,
-    driverCheck: Boolean = true
+    driverCheck: Boolean = true,
+    orderBy: Seq[String] = Nil
 ) {
+
+  /** Whether the writer keeps each key's order ([[aggregation.SealRule]]: one Kinesis record in flight per shard). */
+  def ordered: Boolean = producer.ordered
 
   /** Names this writer's metrics source and accumulators: the stream, or `perRowStreams`. */
   def label: String = streamName.getOrElse("perRowStreams")
@@ -101,6 +105,22 @@ private[sparkkinesis] object KinesisWriterOptions {
       "stays the bound).",
     Some(aggregation.SealRule.DefaultGatherMs.toString),
     atLeast1("a positive number of milliseconds")
+  )
+  val Ordered: OptionSpec = row(
+    "ordered",
+    "boolean",
+    "keep each key's order: a record never reaches a reader after a record of its partition key (or explicit hash " +
+      "key) that the same task wrote after it, through throttling, failures and retries. Each shard then has one " +
+      "Kinesis record in flight at a time (docs/reliability.md, \"Per-key order\"); needs ``aggregation='writer'``.",
+    Some("false")
+  )
+  val OrderBy: OptionSpec = row(
+    "order_by",
+    "string",
+    "``format('kinesis')`` only: the column(s), comma-separated, that order a key's records (a commit version, a " +
+      "sequence number): the sink asks Spark to cluster rows by their partition key and sort them by these, so one " +
+      "task writes each key in that order. Turns ``ordered`` on.",
+    allowed = Some(Allowed.NonBlank)
   )
   val FlushTimeoutMs: OptionSpec = row(
     "flush_timeout_ms",
@@ -255,7 +275,21 @@ private[sparkkinesis] object KinesisWriterOptions {
           "daemon aggregates and kpl.RecordMaxBufferedTime is how long its records wait: set that, or remove " +
           s"${GatherMs.name}."
       )
-    val producer = ProducerConfig(region, endpoint, parseCredentials(in), kpl, aggregation, in.long(GatherMs).get)
+    val orderBy = str(OrderBy).map(orderColumns)
+    if (orderBy.isDefined && own.get(Ordered.name).exists(v => !Parse.bool(Ordered.name, v.trim)))
+      throw new IllegalArgumentException(
+        s"Options ${OrderBy.name} and ${Ordered.name}=false conflict: ${OrderBy.name} sorts each key's records for a " +
+          s"writer that keeps their order. Remove ${Ordered.name}=false (or ${OrderBy.name})."
+      )
+    val ordered = orderBy.isDefined || in.bool(Ordered).get
+    val producer =
+      ProducerConfig(region, endpoint, parseCredentials(in), kpl, aggregation, in.long(GatherMs).get, ordered)
+    if (ordered && !producer.aggregatesInWriter)
+      throw new IllegalArgumentException(
+        s"Option ${Ordered.name} needs ${AggregationKey.name}='writer' (and kpl.AggregationEnabled not false): the " +
+          "KPL daemon's own aggregation and retries reorder a key's records, and it cannot hold a shard's next " +
+          s"record until the previous one is answered. Remove ${AggregationKey.name}='kpl' (or ${Ordered.name})."
+      )
     KplSettings.validate(producer.kplSettings)
     val maxOutstandingBytes = in.long(MaxOutstandingBytes).get
     kpl.get("MaxUserRecordSize").map(_.trim.toLong).filter(_ > maxOutstandingBytes).foreach { m =>
@@ -277,11 +311,19 @@ private[sparkkinesis] object KinesisWriterOptions {
       producer = producer,
       dedupe =
         str(DedupeLocation).map(l => DedupeOptions(DedupeOptions.location(l), in.long(DedupeFlushIntervalMs).get)),
-      driverCheck = in.bool(DriverCheck).get
+      driverCheck = in.bool(DriverCheck).get,
+      orderBy = orderBy.getOrElse(Nil)
     )
   }
 
   private val RegionPattern = "^[a-z]+-([a-z]+-)?[a-z]+-[0-9]$".r
+
+  /** `order_by`'s columns: comma-separated names, none blank (the schema's check names a missing one). */
+  private def orderColumns(value: String): Seq[String] = {
+    val columns = value.split(",", -1).map(_.trim).toSeq
+    if (columns.exists(_.isEmpty)) throw Parse.bad(OrderBy.name, value, "column names separated by commas")
+    columns
+  }
 
   private def parseCredentials(in: Given): Credentials = {
     import in.str

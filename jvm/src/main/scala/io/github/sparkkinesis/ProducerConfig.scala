@@ -72,7 +72,8 @@ private[sparkkinesis] final case class ProducerConfig(
     credentials: Credentials,
     kpl: SortedMap[String, String],
     aggregation: Aggregation, // its default is the option table's (KinesisWriterOptions), the one place it is set
-    gatherMs: Long // the writer's idle gather (gather_ms), its default the option table's too
+    gatherMs: Long, // the writer's idle gather (gather_ms), its default the option table's too
+    ordered: Boolean = false // per-key order (ordered): one Kinesis record in flight per shard
 ) {
 
   /** The final KPL settings as the user sees them: writer defaults, then the user's, then region and endpoint. */
@@ -113,7 +114,7 @@ private[sparkkinesis] final case class ProducerConfig(
       if (KplSettings.byName.get(k).exists(_.secret)) k -> Redact.secret else k -> v
     }
     s"ProducerConfig(region=${region.getOrElse("<default>")}, endpoint=${endpoint.getOrElse("<default>")}, " +
-      s"credentials=$credentials, aggregation=${aggregation.name}, gatherMs=$gatherMs, kpl=${shownKpl
+      s"credentials=$credentials, aggregation=${aggregation.name}, gatherMs=$gatherMs, ordered=$ordered, kpl=${shownKpl
           .map { case (k, v) => s"$k=$v" }
           .mkString("{", ", ", "}")})"
   }

@@ -171,6 +171,17 @@ private[sparkkinesis] object RowConverter {
         )
       case _ =>
     }
+    if (options.orderBy.nonEmpty && pk < 0)
+      throw new IllegalArgumentException(
+        s"Option ${KinesisWriterOptions.OrderBy.name} orders each partition key's records, and the DataFrame has no " +
+          s"'$PartitionKey' column: add one (the key whose order you need), or remove ${KinesisWriterOptions.OrderBy}."
+      )
+    options.orderBy.filterNot(schema.fieldNames.contains).foreach { c =>
+      throw new IllegalArgumentException(
+        s"Option ${KinesisWriterOptions.OrderBy.name} names column '$c', which the DataFrame does not have " +
+          s"(columns: ${schema.fieldNames.mkString(", ")}). Name the column(s) that order a key's records."
+      )
+    }
     val sn = requireString(StreamName)
     if (sn < 0 && options.streamName.isEmpty)
       throw new IllegalArgumentException(

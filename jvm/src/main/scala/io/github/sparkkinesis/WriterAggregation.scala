@@ -19,7 +19,7 @@ private[sparkkinesis] object WriterAggregation {
     new WriterAggregator(
       sender(p),
       p.client.streamMetadata(p.metrics.controlPlane),
-      AggregationSettings.of(p.config.kpc, p.config.gatherMs),
+      AggregationSettings.of(p.config.kpc, p.config.gatherMs, p.config.ordered),
       metrics(p.metrics),
       warnings,
       newThread,
@@ -31,7 +31,7 @@ private[sparkkinesis] object WriterAggregation {
   def limits(p: SharedProducer): StreamLimits =
     new StreamLimits(
       p.client.streamMetadata(p.metrics.controlPlane),
-      AggregationSettings.of(p.config.kpc, p.config.gatherMs),
+      AggregationSettings.of(p.config.kpc, p.config.gatherMs, p.config.ordered),
       Clock.system,
       warnings,
       newThread,

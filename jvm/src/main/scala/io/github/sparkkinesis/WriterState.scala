@@ -133,7 +133,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   private def done(n: Int, bytes: Long): Unit = {
     bound.release(n, bytes)
     val left = pending.addAndGet(-n.toLong)
-    if (left == 0 || firstError.get != null) bound.latch.trigger()
+    if (left <= 1 || firstError.get != null) bound.latch.trigger() // 1: an ordered record alone waits for the rest
     if (left == 0 && replay != null) replay.drained()
   }
 
@@ -153,10 +153,10 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
     }
   }
 
-  /** Waits until every record this task put has completed; fails with the count still pending. */
-  def awaitDrained(timeoutMs: Long, onStep: () => Unit = () => ()): Unit = {
+  /** Waits until every record this task put has completed (all but `leaving`); fails with the count still pending. */
+  def awaitDrained(timeoutMs: Long, onStep: () => Unit = () => (), leaving: Int = 0): Unit = {
     val deadline = System.nanoTime() + timeoutMs * 1000000L
-    while (pending.get > 0) {
+    while (pending.get > leaving) {
       check()
       if (System.nanoTime() > deadline)
         throw new KinesisWriteException(

@@ -32,6 +32,21 @@ class OptionsSuite extends AnyFunSuite {
     assert(kpl.contains("gather_ms applies to aggregation='writer'") && kpl.contains("kpl.RecordMaxBufferedTime"), kpl)
   }
 
+  test("ordered: off by default, a producer of its own, turned on by order_by, refused with the KPL's aggregation") {
+    assert(!parse().ordered && parse().orderBy.isEmpty)
+    val on = parse("ordered" -> "true")
+    assert(on.ordered && on.producer != parse().producer) // ordered and unordered writers never share an aggregator
+    val sorted = parse("order_by" -> " version, seq ")
+    assert(sorted.ordered && sorted.orderBy == Seq("version", "seq"))
+    assert(rejected("order_by" -> "version,").contains("expected column names separated by commas"))
+    val off = rejected("order_by" -> "version", "ordered" -> "false")
+    assert(off.contains("order_by and ordered=false conflict"), off)
+    for (kpl <- Seq(Seq("aggregation" -> "kpl"), Seq("kpl.AggregationEnabled" -> "false"))) {
+      val m = rejected(("ordered" -> "true") +: kpl: _*)
+      assert(m.contains("ordered needs aggregation='writer'") && m.contains("reorder"), m)
+    }
+  }
+
   test("a user's KPL setting wins over the writer's default") {
     assert(parse("kpl.MetricsLevel" -> "summary").producer.kplSettings("MetricsLevel") == "summary")
     assert(

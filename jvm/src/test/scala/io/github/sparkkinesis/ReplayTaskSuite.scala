@@ -198,6 +198,31 @@ class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(clustered.clustering().map(_.toString).toSeq == Seq("data", "partitionKey"))
   }
 
+  test("order_by asks Spark to cluster rows by key and sort them; ordered replays cluster by key, not content") {
+    import org.apache.spark.sql.connector.distributions.{ClusteredDistribution, UnspecifiedDistribution}
+    def write(extra: Map[String, String], p: Option[ReplayPlan]) = {
+      val opts = options(extra) // the writer's aggregation: ordered needs it
+      val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, p)
+      new KinesisWrite(prepared, truncate = false, KinesisWrite.contentColumns(prepared, schema))
+    }
+    def clustering(w: KinesisWrite) =
+      w.requiredDistribution().asInstanceOf[ClusteredDistribution].clustering().map(_.toString).toSeq
+    val sorted = write(Map("order_by" -> "data"), None)
+    assert(clustering(sorted) == Seq("partitionKey"))
+    assert(
+      sorted.requiredOrdering().map(o => (o.expression().toString, o.direction().toString)).toSeq == Seq(
+        ("data", "ASC")
+      )
+    )
+    // ordered alone leaves a first attempt's rows where they are; a replay clusters them by key (equal records share it)
+    assert(write(Map("ordered" -> "true"), None).requiredDistribution().isInstanceOf[UnspecifiedDistribution])
+    assert(write(Map("ordered" -> "true"), None).requiredOrdering().isEmpty)
+    assert(clustering(write(Map("ordered" -> "true"), Some(plan(1, replay = true, "q5")))) == Seq("partitionKey"))
+    assert(clustering(write(Map.empty, Some(plan(1, replay = true, "q5")))) == Seq("data", "partitionKey"))
+    val missing = intercept[IllegalArgumentException](write(Map("order_by" -> "version"), None)).getMessage
+    assert(missing.contains("names column 'version'"), missing)
+  }
+
   /** One task of `p`: writes `rows` (key "k"), Kinesis confirms those at `confirm` (indices into what it sent), then it
     * aborts (writing what was confirmed). Returns what it sent.
     */

@@ -14,7 +14,8 @@ private[sparkkinesis] final case class AggregationSettings(
     rateLimit: Long,
     failIfThrottled: Boolean = false,
     recordTtlMs: Long = 30000L,
-    gatherMs: Long = SealRule.DefaultGatherMs
+    gatherMs: Long = SealRule.DefaultGatherMs,
+    ordered: Boolean = false
 ) {
 
   /** A shard's write quota in bytes and in Kinesis records per second, times `RateLimit`. */
@@ -29,8 +30,10 @@ private[sparkkinesis] final case class AggregationSettings(
 
 private[sparkkinesis] object AggregationSettings {
 
-  /** From the user's settings as the KPL reads them (its defaults where none), and the writer's `gather_ms`. */
-  def of(c: KinesisProducerConfiguration, gatherMs: Long): AggregationSettings =
+  /** From the user's settings as the KPL reads them (its defaults where none), and the writer's `gather_ms` and
+    * `ordered`.
+    */
+  def of(c: KinesisProducerConfiguration, gatherMs: Long, ordered: Boolean): AggregationSettings =
     AggregationSettings(
       c.getAggregationMaxSize,
       c.getAggregationMaxCount,
@@ -39,6 +42,7 @@ private[sparkkinesis] object AggregationSettings {
       c.getRateLimit,
       c.isFailIfThrottled,
       c.getRecordTtl,
-      gatherMs
+      gatherMs,
+      ordered
     )
 }

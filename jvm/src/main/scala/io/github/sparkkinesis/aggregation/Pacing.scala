@@ -12,23 +12,27 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     * `b`'s lock.
     */
   def dispatch(b: ShardBuffer, a: Aggregate): Unit = {
-    val wait = if (b.waiting.isEmpty) b.quota.take(a.quotaBytes) else -1L
+    val held = b.rule.holdsForAnswer
+    val wait = if (b.waiting.isEmpty && !held) b.quota.take(a.quotaBytes) else -1L
     if (wait == 0L) go(b, a)
     else {
       b.waiting.add(a)
-      metrics.aggregatePaced()
+      if (!held) metrics.aggregatePaced()
       if (wait > 0L) scheduler.after(wait)(() => paced(b))
     }
   }
 
-  /** The head of `b`'s waiting aggregates may have its quota now: sends what the quota allows, in order; then the
-    * records that lingered behind them.
+  /** The head of `b`'s waiting aggregates may have its quota now (or, `ordered`, the answer it waited for came): sends
+    * what the quota and the rule allow, in order; then the records that lingered behind them. A ticket is due while
+    * aggregates wait for the quota; none while they wait for an answer (the answer asks again).
     */
   private def paced(b: ShardBuffer): Unit = b.synchronized {
     var wait = 0L
-    while (!b.waiting.isEmpty && { wait = b.quota.take(b.waiting.peek().quotaBytes); wait == 0L })
+    while (
+      !b.waiting.isEmpty && !b.rule.holdsForAnswer && { wait = b.quota.take(b.waiting.peek().quotaBytes); wait == 0L }
+    )
       go(b, b.waiting.poll())
-    if (!b.waiting.isEmpty) scheduler.after(wait)(() => paced(b))
+    if (!b.waiting.isEmpty) { if (!b.rule.holdsForAnswer) scheduler.after(wait)(() => paced(b)) }
     else if (b.rule.goesAfterQuota(b)) dispatch(b, b.seal())
   }
 
@@ -89,6 +93,7 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
   /** One of `b`'s aggregates was answered: it is no longer in flight, and what gathered behind it may go. */
   private def answered(b: ShardBuffer): Unit = {
     b.rule.answered()
+    if (b.rule.waitsForAnswers && !b.waiting.isEmpty) paced(b)
     gatherIfIdle(b)
   }
 
@@ -100,9 +105,10 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     b.synchronized {
       b.rule.answered()
       if (b.quota.spent(a.pacedNanos)) metrics.shareLowered()
-      val idle = b.waiting.isEmpty
+      // A ticket is due while others wait for the quota; none while they wait for this answer (`ordered`).
+      val ticketDue = !b.waiting.isEmpty && !b.rule.waitsForAnswers
       b.waiting.addFirst(a)
-      if (idle) scheduler.after(0L)(() => paced(b))
+      if (!ticketDue) scheduler.after(0L)(() => paced(b))
     }
   }
 }

@@ -14,7 +14,12 @@ package io.github.sparkkinesis.aggregation
   *   - '''linger''': its first record waited `RecordMaxBufferedTime`: at once, or, while aggregates wait for the
   *     shard's quota, once they have gone ([[lingerEnded]], [[goesAfterQuota]]);
   *   - '''commit''': a task with a record in it commits ([[WriterAggregator.flushFor]]: not a decision of the rule).
-  * The linger stays the bound on any record's wait. Every method runs under the buffer's lock.
+  * The linger stays the bound on any record's wait. With `ordered`, a sealed aggregate goes only once the shard has
+  * none in flight ([[holdsForAnswer]]), and a shard is idle only with none in flight: Kinesis stores a request's
+  * records independently and the KPL re-sends a failed one after later ones went, so two aggregates of a shard in
+  * flight can land in either order. One in flight keeps the order of the shard's aggregates, and so of every key's
+  * records, through throttling (re-sent first in line), failures and the daemon's retries (docs/reliability.md). Every
+  * method runs under the buffer's lock.
   */
 private[aggregation] final class SealRule(settings: AggregationSettings, clock: Clock) {
   import SealRule._
@@ -24,6 +29,15 @@ private[aggregation] final class SealRule(settings: AggregationSettings, clock: 
 
   /** The shard's aggregates handed to the producer and not answered yet ([[sent]], [[answered]]). */
   private var inFlight = 0
+
+  /** Fewer in flight than this and the shard is idle: one with `ordered` (nothing may go before the answer anyway). */
+  private val idleInFlight = if (settings.ordered) 1 else IdleInFlight
+
+  /** With `ordered`: the shard's next aggregate waits for the answer of the one in flight. */
+  def holdsForAnswer: Boolean = settings.ordered && inFlight > 0
+
+  /** Whether an answer of the shard may let a waiting aggregate go (`ordered`: they wait for it, not for a ticket). */
+  def waitsForAnswers: Boolean = settings.ordered
 
   /** A ticket will ask the idle rule again: a gather ends, or the quota will have room for a full aggregate. */
   private var ticketDue = false
@@ -90,10 +104,10 @@ private[aggregation] final class SealRule(settings: AggregationSettings, clock: 
     records >= PaceRecords && open >= PaceNanos && size.toDouble * windowNanos >= max * open.toDouble
   }
 
-  /** Idle: fewer than [[SealRule.IdleInFlight]] of the shard's aggregates in flight, none waiting for its quota, and
-    * records to send.
+  /** Idle: fewer than [[SealRule.IdleInFlight]] of the shard's aggregates in flight (`ordered`: none), none waiting for
+    * its quota, and records to send.
     */
-  private def idle(b: ShardBuffer): Boolean = inFlight < IdleInFlight && b.waiting.isEmpty && !b.isEmpty
+  private def idle(b: ShardBuffer): Boolean = inFlight < idleInFlight && b.waiting.isEmpty && !b.isEmpty
 
   /** Whether `b` should start gathering now, to go when the gather ends (idle, no ticket due, not filling within its
     * linger); if so, a gather ticket is due from now. Asked after a record is added and after an answer.

@@ -57,16 +57,8 @@ private[sparkkinesis] final class WriterAggregator(
     * record of a stream reads its layout there.
     */
   def add(p: Pending): Unit = {
-    if (p.key == null) return sendAlone(p)
-    val s = layouts(p.stream)
-    val layout = s.layout
-    if (layout == null) return sendAlone(p)
-    layouts.recheckIfDue(s)
-    if (layout.auto) return sendAlone(p)
-    val i = layout.shards.indexOf(p.key)
-    val buffers = s.buffers
-    if (i < 0 || i >= buffers.length) { layouts.refreshLater(s); return sendAlone(p) }
-    val buffer = buffers(i)
+    val buffer = shardOf(p)
+    if (buffer == null) return sendAlone(p)
     if (!buffer.fitsAlone(p)) return large.dispatch(buffer, new Alone(p))
     val done = new ArrayBuffer[Aggregate](1)
     buffer.synchronized {
@@ -78,6 +70,27 @@ private[sparkkinesis] final class WriterAggregator(
         scheduler.after(settings.lingerMs * 1000000L)(() => lingerEnded(buffer, generation))
       }
     }
+  }
+
+  /** Whether keyed record `p` goes alone rather than into its shard's aggregate: its stream's layout is not known yet
+    * or is AUTO, its key lies in no shard of the map, or it is too big for an aggregate. With `ordered`, the task
+    * writer makes such a record wait for the task's earlier records, and its next record wait for it: it does not pass
+    * through its shard's one-in-flight order.
+    */
+  def goesAlone(p: Pending): Boolean = p.key != null && { val b = shardOf(p); b == null || !b.fitsAlone(p) }
+
+  /** The buffer of `p`'s shard, or null when `p` goes alone (no key, no layout, AUTO, a key in no shard). */
+  private def shardOf(p: Pending): ShardBuffer = {
+    if (p.key == null) return null
+    val s = layouts(p.stream)
+    val layout = s.layout
+    if (layout == null) return null
+    layouts.recheckIfDue(s)
+    if (layout.auto) return null
+    val i = layout.shards.indexOf(p.key)
+    val buffers = s.buffers
+    if (i < 0 || i >= buffers.length) { layouts.refreshLater(s); return null }
+    buffers(i)
   }
 
   /** A buffer's oldest record waited its linger: every buffer of that stream holding records is sealed with it, so the

@@ -123,6 +123,32 @@ class SealingSimulationSuite extends AnyFunSuite {
     assert(at(50L).perAggregate >= 2 * at(20L).perAggregate, (at(20L).perAggregate, at(50L).perAggregate))
   }
 
+  test("ordered: with failures the daemon retries, Kinesis stores no key's record after a later one; the rate holds") {
+    // 10,000 records/s over 4 shards (about a quarter of their bytes), a 10 ms round trip, 5 % of the Kinesis records
+    // failed once and retried by the daemon a round trip later, while the shard's next aggregates go on.
+    def run(ordered: Boolean) = {
+      val sim = new Simulation(4, rttMs = 10, settings = settings.copy(ordered = ordered), failing = 0.05)
+      val r = sim.run(ratePerSecond = 10000, seconds = 10)
+      report(s"10,000 records/s, 5 % retried, ordered=$ordered", r)
+      info(s"ordered=$ordered: ${r.inversions} records stored after a later record of their key")
+      r
+    }
+    val (unordered, ordered) = (run(ordered = false), run(ordered = true))
+    assert(unordered.confirmed == 100000 && ordered.confirmed == 100000)
+    assert(unordered.inversions > 0, "the scenario: retries reorder a shard's aggregates when several are in flight")
+    assert(ordered.inversions == 0)
+    // One aggregate in flight a shard: what comes meanwhile waits one round trip (or a retry's two) at most.
+    assert(ordered.p(99) <= GatherMs + 3 * 10, s"ordered: p99 ${ordered.p(99)} ms")
+  }
+
+  test("ordered behind the quota: one aggregate in flight a shard still fills the link") {
+    val sim = new Simulation(shards = 1, rttMs = 10, settings = settings.copy(ordered = true))
+    val r = sim.run(ratePerSecond = 30000, seconds = 5, drainSeconds = 20)
+    report("30,000 records/s on 1 shard, ordered", r)
+    assert(r.confirmed == 150000 && r.throttled == 0 && r.inversions == 0)
+    assert(r.linkUse(from = 1, until = 12) >= 0.97, s"the shard's bytes used: ${r.linkUse(1, 12)}")
+  }
+
   test("RecordMaxBufferedTime still bounds a record's wait when no answer comes") {
     val r = new Simulation(shards = 1, rttMs = 60000).run(ratePerSecond = 100, seconds = 1, drainSeconds = 0)
     val waits = r.sendWaits
@@ -152,7 +178,8 @@ private object SealingSimulationSuite {
       val admittedPerSecond: Array[Long],
       seconds: Double,
       val inOrder: Boolean,
-      quotaBytes: Double
+      quotaBytes: Double,
+      val inversions: Int = 0
   ) {
     def confirmed: Int = latencies.length
     private lazy val sorted = latencies.sorted
@@ -174,13 +201,20 @@ private object SealingSimulationSuite {
 
   /** One writer's aggregation over `shards` shards a round trip of `rttMs` away (half of it to reach Kinesis), each
     * shard with Kinesis' quota of which `available` is free for this writer (the rest taken by others as it comes).
+    * `failing` of the Kinesis records that reach it fail (`InternalFailure`) and the daemon sends them again a round
+    * trip later, as the KPL retries them, answering only once one is stored; `inversions` counts the records Kinesis
+    * stored after a later record of their key.
     */
   final class Simulation(
       shards: Int,
       rttMs: Long,
       available: Double = 1.0,
-      settings: AggregationSettings = SealingSimulationSuite.settings
+      settings: AggregationSettings = SealingSimulationSuite.settings,
+      failing: Double = 0.0
   ) {
+    private val random = new scala.util.Random(5)
+    private val stored = scala.collection.mutable.Map.empty[String, Int] // each key's latest record Kinesis stored
+    private var inversions = 0
     private val clock = new FakeClock
     private val scheduler = new Scheduler(clock, "sealing")
     private val layout = FakeMetadata.even(shards)
@@ -217,13 +251,25 @@ private object SealingSimulationSuite {
       sends += (((clock.nanoTime() - start) / 1000000L, bytes))
       val body = new Array[Byte](bytes - AggregateFormat.Magic.length - 16)
       data.duplicate().position(AggregateFormat.Magic.length).asInstanceOf[ByteBuffer].get(body)
-      Messages.AggregatedRecord.parseFrom(body).getRecordsList.asScala.foreach { r =>
-        sendWaits += (clock.nanoTime() - added(r.getData.asReadOnlyByteBuffer().getInt(0))) / 1e6
+      val message = Messages.AggregatedRecord.parseFrom(body)
+      val carried = message.getRecordsList.asScala.map { r =>
+        val n = r.getData.asReadOnlyByteBuffer().getInt(0)
+        sendWaits += (clock.nanoTime() - added(n)) / 1e6
+        (message.getPartitionKeyTable(r.getPartitionKeyIndex.toInt), n)
       }
-      scheduler.after(rttMs * 500000L) { () =>
+      lazy val reach: () => Unit = () => {
         requests += 1
         val ok = kinesis(shard).admit(bytes)
         if (ok) admitted(((clock.nanoTime() - start) / 1000000000L).toInt) += bytes else throttled += 1
+        if (ok && random.nextDouble() < failing) scheduler.after(rttMs * 1000000L)(reach) // the daemon retries
+        else {
+          if (ok) carried.foreach { case (key, n) =>
+            if (stored.getOrElse(key, -1) > n) inversions += 1 else stored(key) = n
+          }
+          answer(ok)
+        }
+      }
+      def answer(ok: Boolean): Unit =
         scheduler.after(rttMs * 500000L) { () =>
           if (ok)
             f.set(
@@ -241,7 +287,7 @@ private object SealingSimulationSuite {
             )
           }
         }
-      }
+      scheduler.after(rttMs * 500000L)(reach)
       f: ListenableFuture[UserRecordResult]
     }
 
@@ -299,7 +345,8 @@ private object SealingSimulationSuite {
         admitted,
         seconds.toDouble,
         inOrder,
-        settings.bytesPerSecond
+        settings.bytesPerSecond,
+        inversions
       )
     }
 
