@@ -130,6 +130,11 @@ def test_reshards_racing_every_map_lose_nothing_to_a_kcl_consumer(
     if aggregation == "writer":
         producer = next(p for p in producer_snapshot(spark) if p.source.endswith(f".{stream}"))
         assert front.stats()["held_listings"] > 0 and producer.misplaced_aggregates > 0, (producer, front.stats())
+        # The executors' producers found the shipped map stale and read it themselves: they told the driver (a
+        # format write's commit messages; foreach's accumulators), which read the stream again for a later batch,
+        # well within half of DescribeStreamSummaryIntervalMs (its own schedule).
+        driver_reads = front.control_plane_calls(stream=stream).get("DescribeStreamSummary/driver", 0)
+        assert driver_reads >= 2, f"the driver read {stream} {driver_reads} times: the start check's only"
     n = (len(EVENTS) + 1) * PER_STEP
     kcl_records = read_stream_kcl(client, stream, kcl)
     as_kcl = account(range(n), kcl_records)

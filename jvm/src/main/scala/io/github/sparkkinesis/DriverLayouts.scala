@@ -31,43 +31,71 @@ private[sparkkinesis] final class DriverLayouts(
 
   private val stream: Option[String] = if (options.driverCheck) options.streamName else None
   private val refreshNanos = options.producer.kpc.getDescribeStreamSummaryIntervalMs * 1000000L / 2
-  private var layout: StreamLayout = first.orNull
+  @volatile private var layout: StreamLayout = first.orNull
   private var readAtNanos = clock()
   private var nextTryNanos = if (layout == null) readAtNanos else readAtNanos + MinReadIntervalMs * 1000000L
   private var backoffNanos = MinReadIntervalMs * 1000000L
   private var stale = false
 
-  /** What a write ships: the stream's layout, read again first if due. */
-  def forWrite(): Seq[ShippedLayout] = synchronized {
-    try shipping()
+  private val refreshing = new java.util.concurrent.atomic.AtomicBoolean()
+
+  /** What a `format("kinesis")` write ships, when Spark asks for its writer factory: the stream's layout, read again
+    * first if due.
+    */
+  def toShip(): Seq[ShippedLayout] =
+    try { readIfDue(); synchronized(held()) }
+    finally counted()
+
+  /** What a `foreach` batch ships, at once: the layout held. A read that is due runs on a thread of its own, for the
+    * next batch: the driver serializes a `foreach` writer on Spark's scheduling thread, which a read (up to
+    * [[FirstReadWaitMs]] while throttled) must not hold up.
+    */
+  def toShipNow(): Seq[ShippedLayout] = {
+    if (synchronized(due(clock())) && refreshing.compareAndSet(false, true))
+      Threads
+        .daemon("spark-kinesis-driver-layout") {
+          try readIfDue()
+          finally { refreshing.set(false); counted() }
+        }
+        .start()
+    try synchronized(held())
     finally counted()
   }
 
-  private def shipping(): Seq[ShippedLayout] =
-    stream.toSeq.flatMap { name =>
-      val now = clock()
-      val due = layout == null || stale || now - readAtNanos >= refreshNanos
-      if (due && now - nextTryNanos >= 0) {
-        try {
-          layout = firstOrRead(name)
-          readAtNanos = clock()
-          nextTryNanos = readAtNanos + MinReadIntervalMs * 1000000L
-          backoffNanos = MinReadIntervalMs * 1000000L
-          stale = false
-        } catch {
-          case scala.util.control.NonFatal(e) =>
+  private def due(now: Long): Boolean =
+    stream.isDefined && (layout == null || stale || now - readAtNanos >= refreshNanos) && now - nextTryNanos >= 0
+
+  private def held(): Seq[ShippedLayout] =
+    stream.toSeq.flatMap(name => Option(layout).map(l => ShippedLayout(name, l, (clock() - readAtNanos) / 1000000L)))
+
+  /** Reads the stream if due: the call outside the lock (what is held stays shippable meanwhile), its result in it. */
+  private def readIfDue(): Unit = stream.foreach { name =>
+    if (synchronized(due(clock()))) {
+      val read =
+        try Right(firstOrRead(name))
+        catch { case scala.util.control.NonFatal(e) => Left(e) }
+      synchronized {
+        read match {
+          case Right(l) =>
+            layout = l
+            readAtNanos = clock()
+            nextTryNanos = readAtNanos + MinReadIntervalMs * 1000000L
+            backoffNanos = MinReadIntervalMs * 1000000L
+            stale = false
+          case Left(e) =>
             nextTryNanos = clock() + backoffNanos
             backoffNanos = math.min(refreshNanos, backoffNanos * 2)
             RateLimitedLog.warn(
               log,
               s"driver-layout-$name",
-              s"The driver could not read the shards of stream $name (${e.getClass.getSimpleName}: ${e.getMessage}); " +
+              s"The driver could not read the shards of stream $name (${e.getClass.getSimpleName}: " +
+                s"${e.getMessage}); " +
                 (if (layout == null) "the executors read them themselves." else "it ships the layout it read before.")
             )
         }
       }
-      Option(layout).map(l => ShippedLayout(name, l, (clock() - readAtNanos) / 1000000L)).toSeq
     }
+  }
 
   /** `read(name)`; while the driver has no layout to ship, a throttled read is tried again after a jittered wait (half
     * a second up to a second, then half as long again each time), for up to [[FirstReadWaitMs]]: a write that ships

@@ -85,7 +85,7 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
       val prepared = KinesisWriter.knowing(schemaChecked, checked)
       val replay = KinesisWrite.replayPlan(prepared, info.queryId())
       val columns = KinesisWrite.contentColumns(prepared, info.schema())
-      new KinesisWrite(prepared.copy(replay = replay), truncated, columns, Some(layouts))
+      new KinesisWrite(prepared, truncated, columns, Some(layouts), replay)
     }
   }
 

@@ -7,7 +7,7 @@ import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableF
 import org.slf4j.LoggerFactory
 import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
 
-import io.github.sparkkinesis.aggregation.{HashKey, ShippedLayout}
+import io.github.sparkkinesis.aggregation.HashKey
 import io.github.sparkkinesis.replay.{Fingerprint, TaskReplay}
 
 /** One task's writes, whatever the entry point (`foreach`, or the `kinesis` DataSource V2 sink for streaming and
@@ -19,27 +19,32 @@ import io.github.sparkkinesis.replay.{Fingerprint, TaskReplay}
   *     the batch task) commit, so a query restarted from its checkpoint loses nothing (at-least-once).
   *   - `close`: add the task's totals to the accumulators, log one line, give the producer back. Always called, once.
   *
-  * Built on the executor by the adapter, from options parsed once on the driver.
+  * Built on the executor by the adapter, from options parsed once on the driver and the write's [[WritePlan]]: its
+  * producer takes the plan ([[SharedProducer.adopt]]), and skip on replay's part of the task is made from its replay
+  * plan (ended here too if the producer cannot start: nothing of it stays open).
   */
 private[sparkkinesis] final class KinesisTaskWriter(
-    options: KinesisWriterOptions,
-    pool: ProducerPool,
-    accumulators: Option[WriterAccumulators],
-    val partitionId: Long,
-    epochId: Long,
-    replay: TaskReplay = null,
-    writers: Int = 0,
-    layouts: Seq[ShippedLayout] = Nil
+    prepared: KinesisWriter.Prepared,
+    plan: WritePlan,
+    attempt: TaskAttempt,
+    pool: ProducerPool
 ) {
-  private val producer: SharedProducer = pool.acquire(
-    options.producer,
-    options.label,
-    options.producerIdleTimeoutMs,
-    options.queueLimit,
-    options.maxOutstandingBytes
-  )
-  if (writers > 0) producer.aggregator.foreach(_.expectWriters(writers))
-  producer.adopt(layouts)
+  private val options = prepared.options
+  val partitionId: Long = attempt.partitionId
+  private val replay: TaskReplay = plan.replay.map { p =>
+    new TaskReplay(p, partitionId, attempt.epochId, attempt.taskId, attempt.retried, options.flushTimeoutMs)
+  }.orNull
+  private val producer: SharedProducer =
+    try
+      pool.acquire(
+        options.producer,
+        options.label,
+        options.producerIdleTimeoutMs,
+        options.queueLimit,
+        options.maxOutstandingBytes
+      )
+    catch { case e: Throwable => if (replay != null) replay.abort(); throw e }
+  producer.adopt(plan)
   private[sparkkinesis] val state = new WriterState(options, producer)
   state.replay = replay
   private var closed = false
@@ -133,10 +138,10 @@ private[sparkkinesis] final class KinesisTaskWriter(
     state.awaitDrained(options.flushTimeoutMs, flushOwn, leaving)
   }
 
-  /** Of the streams whose layouts the driver shipped, those the producer read itself since (the driver reads them again
-    * for the next write).
+  /** Of the streams whose layouts the driver shipped, those the producer found stale and read itself since (the driver
+    * reads them again for the next write).
     */
-  def readOwn: Seq[String] = producer.readOwn(layouts.map(_.stream))
+  def staleShipped: Seq[String] = producer.staleShipped(plan)
 
   /** Ends the task: totals to the accumulators (committed or not, as today's metrics count confirmed records), one INFO
     * line, the producer back to the pool. Idempotent.
@@ -145,8 +150,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
     closed = true
     try {
       if (replay != null && !committed) replay.abort(() => state.pending.get)
-      accumulators.foreach(_.add(state))
-      KinesisTaskWriter.log.info(state.summary(partitionId, epochId, committed))
+      prepared.accumulators.foreach(_.add(state))
+      KinesisTaskWriter.log.info(state.summary(partitionId, attempt.epochId, committed))
     } finally pool.release(producer)
   }
 }

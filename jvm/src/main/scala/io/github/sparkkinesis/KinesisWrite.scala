@@ -24,17 +24,20 @@ private[sparkkinesis] final class KinesisWrite(
     prepared: KinesisWriter.Prepared,
     truncate: Boolean,
     contentColumns: Seq[String] = Nil,
-    layouts: Option[DriverLayouts] = None
+    layouts: Option[DriverLayouts] = None,
+    replay: Option[ReplayPlan] = None
 ) extends Write
     with RequiresDistributionAndOrdering {
   override def description(): String = s"Kinesis(${prepared.options.label}, queueLimit=${prepared.options.queueLimit})"
 
   override def toBatch: BatchWrite = {
     if (truncate) throw KinesisSink.unsupportedMode("overwrite")
-    new KinesisBatchWrite(prepared, layouts)
+    new KinesisBatchWrite(prepared, planner)
   }
 
-  override def toStreaming: StreamingWrite = new KinesisStreamingWrite(prepared, layouts)
+  override def toStreaming: StreamingWrite = new KinesisStreamingWrite(prepared, planner)
+
+  private def planner = new WritePlanner(layouts, replay)
 
   override def supportedCustomMetrics(): Array[CustomMetric] = KinesisSinkMetric.all.toArray
 
@@ -47,7 +50,7 @@ private[sparkkinesis] final class KinesisWrite(
   override def requiredDistribution(): Distribution = {
     val keyed = DedupeOptions.keyed(prepared.options)
     val byKey = prepared.options.orderBy.nonEmpty || prepared.options.ordered && keyed
-    prepared.replay match {
+    replay match {
       case _ if prepared.options.orderBy.nonEmpty => KinesisWrite.clustered(Seq(RowConverter.PartitionKey))
       case Some(p) if p.replay && byKey           => KinesisWrite.clustered(Seq(RowConverter.PartitionKey))
       case Some(p) if p.replay                    => KinesisWrite.clustered(contentColumns)
@@ -71,13 +74,6 @@ private[sparkkinesis] object KinesisWrite {
       ReplayPlan.plan(name, d.location, d.flushIntervalMs, keyed, queryId, prepared.options.flushTimeoutMs)
     }
 
-  /** What a write's factory ships: the driver's layouts of the stream, read again first if due ([[DriverLayouts]]). */
-  def shipped(layouts: Option[DriverLayouts]): Seq[ShippedLayout] = layouts.fold(Seq.empty[ShippedLayout])(_.forWrite())
-
-  /** Tells the driver's layouts which streams the tasks of a write read themselves (their maps were proven stale). */
-  def reported(layouts: Option[DriverLayouts], messages: Array[WriterCommitMessage]): Unit =
-    layouts.foreach(_.reported(messages.iterator.collect { case KinesisCommitMessage(s) => s }.flatten.toSeq))
-
   /** The columns a record's content comes from (fingerprinted on replay: stream, partition key, hash key, data). */
   def contentColumns(prepared: KinesisWriter.Prepared, schema: StructType): Seq[String] = {
     val names = schema.fieldNames.toSet
@@ -90,50 +86,35 @@ private[sparkkinesis] object KinesisWrite {
 /** Commits need no coordination: every task's records are confirmed before its commit returns, and Kinesis has nothing
   * to finalise. An aborted epoch or job leaves what its tasks wrote (at-least-once, as the `foreach` path).
   */
-private[sparkkinesis] final class KinesisBatchWrite(prepared: KinesisWriter.Prepared, layouts: Option[DriverLayouts])
+private[sparkkinesis] final class KinesisBatchWrite(prepared: KinesisWriter.Prepared, planner: WritePlanner)
     extends BatchWrite {
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory =
-    new KinesisDataWriterFactory(prepared, WriterCount.of(info.numPartitions), KinesisWrite.shipped(layouts))
+    new KinesisDataWriterFactory(prepared, planner.plan(info))
   override def useCommitCoordinator(): Boolean = false
-  override def commit(messages: Array[WriterCommitMessage]): Unit = KinesisWrite.reported(layouts, messages)
+  override def commit(messages: Array[WriterCommitMessage]): Unit = planner.committed(messages)
   override def abort(messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-private[sparkkinesis] final class KinesisStreamingWrite(
-    prepared: KinesisWriter.Prepared,
-    layouts: Option[DriverLayouts]
-) extends StreamingWrite {
+private[sparkkinesis] final class KinesisStreamingWrite(prepared: KinesisWriter.Prepared, planner: WritePlanner)
+    extends StreamingWrite {
   override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
-    new KinesisDataWriterFactory(prepared, WriterCount.of(info.numPartitions), KinesisWrite.shipped(layouts))
+    new KinesisDataWriterFactory(prepared, planner.plan(info))
   override def useCommitCoordinator(): Boolean = false
-  override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit =
-    KinesisWrite.reported(layouts, messages)
+  override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = planner.committed(messages)
   override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-/** Serialized to the executors: the parsed options, the row layout, the count of producers writing ([[WriterCount]])
-  * and the stream's layout as the driver read it ([[DriverLayouts]]), nothing per task.
-  */
-private[sparkkinesis] final class KinesisDataWriterFactory(
-    prepared: KinesisWriter.Prepared,
-    writers: Int,
-    layouts: Seq[ShippedLayout] = Nil
-) extends DataWriterFactory
+/** Serialized to the executors: the parsed options, the row layout and the write's [[WritePlan]], nothing per task. */
+private[sparkkinesis] final class KinesisDataWriterFactory(prepared: KinesisWriter.Prepared, plan: WritePlan)
+    extends DataWriterFactory
     with StreamingDataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
     createWriter(partitionId, taskId, -1L)
 
-  override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
-    new KinesisDataWriter(
-      prepared,
-      ProducerPool.default,
-      partitionId,
-      epochId,
-      taskId,
-      TaskReplay.retried,
-      writers,
-      layouts
-    )
+  override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] = {
+    val attempt = TaskAttempt(partitionId.toLong, epochId, taskId, TaskReplay.retried)
+    new KinesisDataWriter(prepared, plan, attempt, ProducerPool.default)
+  }
 }
 
 /** The DataSource V2 adapter over [[KinesisTaskWriter]]: `commit` returns once every record of the task is confirmed,
@@ -141,43 +122,22 @@ private[sparkkinesis] final class KinesisDataWriterFactory(
   */
 private[sparkkinesis] final class KinesisDataWriter(
     prepared: KinesisWriter.Prepared,
-    pool: ProducerPool,
-    partitionId: Int,
-    epochId: Long,
-    taskId: Long = -1L,
-    retried: Boolean = false,
-    writers: Int = 0,
-    layouts: Seq[ShippedLayout] = Nil
+    plan: WritePlan,
+    attempt: TaskAttempt,
+    pool: ProducerPool
 ) extends DataWriter[InternalRow] {
-  private val task = {
-    val replay =
-      prepared.replay.map(p =>
-        new TaskReplay(p, partitionId.toLong, epochId, taskId, retried, prepared.options.flushTimeoutMs)
-      )
-    // A task writer that cannot start (no daemon, no credentials) ends its replay part too: nothing of it stays open.
-    try
-      new KinesisTaskWriter(
-        prepared.options,
-        pool,
-        prepared.accumulators,
-        partitionId,
-        epochId,
-        replay.orNull,
-        writers,
-        layouts
-      )
-    catch { case e: Throwable => replay.foreach(_.abort()); throw e }
-  }
+  private val task = new KinesisTaskWriter(prepared, plan, attempt, pool)
   private val converter = prepared.converter
+  private val partitionId = attempt.partitionId
 
-  override def write(row: InternalRow): Unit = task.write(converter.convertInternal(row, partitionId.toLong))
+  override def write(row: InternalRow): Unit = task.write(converter.convertInternal(row, partitionId))
 
   override def commit(): WriterCommitMessage = {
     try task.commit()
     catch { case e: Throwable => task.close(committed = false); throw e }
-    val readOwn = task.readOwn
+    val stale = task.staleShipped
     task.close(committed = true)
-    KinesisCommitMessage(readOwn)
+    KinesisCommitMessage(stale)
   }
 
   override def abort(): Unit = task.close(committed = false)
@@ -190,8 +150,8 @@ private[sparkkinesis] final class KinesisDataWriter(
   override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisSinkMetric.values(task.state)
 }
 
-/** A task's commit: the shipped streams its producer read itself since it adopted their layouts ([[DriverLayouts]]). */
-private[sparkkinesis] final case class KinesisCommitMessage(readOwn: Seq[String]) extends WriterCommitMessage
+/** A task's commit: the shipped streams whose layouts its producer found stale and read itself ([[DriverLayouts]]). */
+private[sparkkinesis] final case class KinesisCommitMessage(staleShipped: Seq[String]) extends WriterCommitMessage
 
 /** The task totals ([[TaskTotals]]) as DataSource V2 custom metrics (the SQL tab of the Spark UI): each task reports
   * its own, Spark sums them.

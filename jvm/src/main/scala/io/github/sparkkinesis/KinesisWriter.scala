@@ -6,7 +6,7 @@ import org.apache.spark.sql.types.StructType
 
 import io.github.sparkkinesis.aggregation.StreamLayout
 import io.github.sparkkinesis.compat.CollectionConverters._
-import io.github.sparkkinesis.replay.{ForeachReplay, QueryConf, ReplayPlan}
+import io.github.sparkkinesis.replay.{ForeachReplay, QueryConf}
 
 /** The `foreach` entry point (Python's `KinesisWriter` calls `create` through py4j; Scala and Java callers too), and
   * the driver-side build it shares with the `format("kinesis")` entry point ([[KinesisSourceProvider]]).
@@ -33,9 +33,7 @@ object KinesisWriter {
     val first = checkBeforeStart(prepared.options, calls)
     val p = knowing(prepared, first)
     new KinesisForeachWriter(
-      p.options,
-      p.converter,
-      p.accumulators,
+      p,
       foreachReplay(p.options),
       WriterCount.of(),
       DriverLayouts(p.options, first, calls, p.accumulators)
@@ -78,12 +76,13 @@ object KinesisWriter {
     layout
   }
 
-  /** What every entry point checks and builds on the driver: options, the row layout, the driver-side totals. */
+  /** What every entry point checks and builds on the driver, once per query: options, the row layout, the driver-side
+    * totals. What it works out for each write is a [[WritePlan]].
+    */
   private[sparkkinesis] final case class Prepared(
       options: KinesisWriterOptions,
       converter: RowConverter,
-      accumulators: Option[WriterAccumulators],
-      replay: Option[ReplayPlan] = None
+      accumulators: Option[WriterAccumulators]
   )
 
   private[sparkkinesis] def prepare(options: Map[String, String], schema: StructType): Prepared = {

@@ -2,7 +2,9 @@ package io.github.sparkkinesis
 
 import org.apache.spark.SparkContext
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.util.LongAccumulator
+import org.apache.spark.util.{CollectionAccumulator, LongAccumulator}
+
+import io.github.sparkkinesis.compat.CollectionConverters._
 
 /** One of a writer's totals: its name (the accumulator `kinesis.<label>.<name>`, the key of `writer.metrics()` and of
   * the progress's sink metrics), its unit and what it counts. A [[TaskTotal]] is each task's, a [[DriverTotal]] the
@@ -72,8 +74,21 @@ private[sparkkinesis] object TaskTotals {
   * count confirmed records of successful tasks.
   */
 private[sparkkinesis] final class WriterAccumulators private (
-    accumulators: Seq[LongAccumulator] // in the order of TaskTotals.every
+    accumulators: Seq[LongAccumulator], // in the order of TaskTotals.every
+    staleShipped: CollectionAccumulator[String]
 ) extends Serializable {
+
+  /** Task side (`foreach`, whose tasks send the driver no commit message): the streams whose shipped layouts the task's
+    * producer found stale ([[DriverLayouts]] reads them again for the next batch).
+    */
+  private[sparkkinesis] def addStaleShipped(streams: Seq[String]): Unit = streams.foreach(staleShipped.add)
+
+  /** Driver side: the streams tasks reported stale since the last call. */
+  private[sparkkinesis] def claimStaleShipped(): Seq[String] = synchronized {
+    val reported = staleShipped.value.asScala.toList
+    if (reported.nonEmpty) staleShipped.reset()
+    reported
+  }
 
   private[sparkkinesis] def add(s: WriterState): Unit =
     TaskTotals.all.zip(accumulators).foreach { case (t, a) => a.add(t.of(s)) }
@@ -97,5 +112,8 @@ private[sparkkinesis] object WriterAccumulators {
     SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).map(s => register(s.sparkContext, label))
 
   def register(sc: SparkContext, label: String): WriterAccumulators =
-    new WriterAccumulators(TaskTotals.every.map(t => sc.longAccumulator(s"kinesis.$label.${t.name}")))
+    new WriterAccumulators(
+      TaskTotals.every.map(t => sc.longAccumulator(s"kinesis.$label.${t.name}")),
+      sc.collectionAccumulator[String]
+    )
 }

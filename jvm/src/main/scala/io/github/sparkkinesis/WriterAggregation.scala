@@ -1,6 +1,7 @@
 package io.github.sparkkinesis
 
 import java.nio.ByteBuffer
+import java.util.concurrent.Executor
 
 import org.slf4j.Logger
 import io.github.sparkkinesis.shaded.guava.util.concurrent.ListenableFuture
@@ -14,29 +15,32 @@ import io.github.sparkkinesis.aggregation._
   */
 private[sparkkinesis] object WriterAggregation {
 
-  /** The aggregation of producer `p`, its delayed work run by `scheduler`. */
-  def apply(p: SharedProducer, scheduler: Scheduler): WriterAggregator =
-    new WriterAggregator(
-      sender(p),
+  /** The aggregation of producer `p` over its `layouts`, its delayed work run by `scheduler`, its re-sends by
+    * `background`.
+    */
+  def apply(p: SharedProducer, layouts: StreamLayouts, scheduler: Scheduler, background: Executor): WriterAggregator =
+    new WriterAggregator(sender(p), layouts, settings(p), metrics(p.metrics), scheduler, background)
+
+  /** The stream layouts of producer `p`, on `clock`: read through its client, again by `background`; the buffers a new
+    * layout replaces go to `replaced`.
+    */
+  def layouts(
+      p: SharedProducer,
+      clock: Clock,
+      background: Executor,
+      replaced: Array[ShardBuffer] => Unit
+  ): StreamLayouts =
+    new StreamLayouts(
       p.client.streamMetadata(p.metrics.controlPlane),
-      AggregationSettings.of(p.config.kpc, p.config.gatherMs, p.config.ordered),
-      metrics(p.metrics),
+      settings(p),
+      clock,
+      background,
       warnings,
-      newThread,
-      scheduler,
-      p.id.toString
+      replaced
     )
 
-  /** The stream limits of producer `p` when its writers do not aggregate, on the JVM's clock. */
-  def limits(p: SharedProducer): StreamLimits =
-    new StreamLimits(
-      p.client.streamMetadata(p.metrics.controlPlane),
-      AggregationSettings.of(p.config.kpc, p.config.gatherMs, p.config.ordered),
-      Clock.system,
-      warnings,
-      newThread,
-      p.id.toString
-    )
+  private def settings(p: SharedProducer): AggregationSettings =
+    AggregationSettings.of(p.config.kpc, p.config.gatherMs, p.config.ordered)
 
   /** `record` of the task `owner` as the aggregation takes it; `key` and `keyUtf8` null for a record without a
     * partition key.

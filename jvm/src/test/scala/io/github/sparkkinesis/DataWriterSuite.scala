@@ -13,7 +13,8 @@ class DataWriterSuite extends AnyFunSuite {
 
   private def dataWriter(fakes: FakePool, extra: Map[String, String] = Map.empty): KinesisDataWriter = {
     val opts = options(perRecord ++ extra)
-    new KinesisDataWriter(KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None), fakes.pool, 3, 7L)
+    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None)
+    new KinesisDataWriter(prepared, WritePlan(), TaskAttempt(3, 7L), fakes.pool)
   }
   private def irow(key: String, data: String): InternalRow =
     InternalRow(UTF8String.fromString(key), UTF8String.fromString(data))

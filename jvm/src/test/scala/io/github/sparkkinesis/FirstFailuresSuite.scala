@@ -21,7 +21,7 @@ class FirstFailuresSuite extends AnyFunSuite {
   private def perRow(fakes: FakePool, failOnError: Boolean): KinesisForeachWriter = {
     val opts =
       KinesisWriterOptions.parse(Map("region" -> "us-east-1", "fail_on_error" -> failOnError.toString) ++ perRecord)
-    new KinesisForeachWriter(opts, RowConverter.forSchema(perRowSchema, opts)) {
+    new KinesisForeachWriter(KinesisWriter.Prepared(opts, RowConverter.forSchema(perRowSchema, opts), None)) {
       override private[sparkkinesis] def pool: ProducerPool = fakes.pool
     }
   }

@@ -46,8 +46,9 @@ class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
       retried: Boolean = false
   ) = {
     val opts = options(extra)
-    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, Some(p))
-    new KinesisDataWriter(prepared, fakes.pool, partition, p.batchId, partition.toLong, retried)
+    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None)
+    val attempt = TaskAttempt(partition.toLong, p.batchId, partition.toLong, retried)
+    new KinesisDataWriter(prepared, WritePlan(replay = Some(p)), attempt, fakes.pool)
   }
   private def irow(key: String, data: String): InternalRow =
     InternalRow(UTF8String.fromString(key), UTF8String.fromString(data))
@@ -181,13 +182,13 @@ class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("only a replayed batch asks Spark to cluster rows by their content") {
     val opts = options(perRecord)
-    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, None)
+    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None)
     val columns = KinesisWrite.contentColumns(prepared, schema)
     assert(columns == Seq("data", "partitionKey"))
     val generated = options(Map("partitioner" -> "random"))
     assert(KinesisWrite.contentColumns(prepared.copy(options = generated), binarySchema) == Seq("data"))
     def distribution(p: Option[ReplayPlan]) =
-      new KinesisWrite(prepared.copy(replay = p), truncate = false, columns).requiredDistribution()
+      new KinesisWrite(prepared, truncate = false, columns, replay = p).requiredDistribution()
     assert(distribution(None).isInstanceOf[org.apache.spark.sql.connector.distributions.UnspecifiedDistribution])
     assert(
       distribution(Some(plan(1, replay = false, "q4")))
@@ -202,8 +203,8 @@ class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
     import org.apache.spark.sql.connector.distributions.{ClusteredDistribution, UnspecifiedDistribution}
     def write(extra: Map[String, String], p: Option[ReplayPlan]) = {
       val opts = options(extra) // the writer's aggregation: ordered needs it
-      val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, p)
-      new KinesisWrite(prepared, truncate = false, KinesisWrite.contentColumns(prepared, schema))
+      val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None)
+      new KinesisWrite(prepared, truncate = false, KinesisWrite.contentColumns(prepared, schema), replay = p)
     }
     def clustering(w: KinesisWrite) =
       w.requiredDistribution().asInstanceOf[ClusteredDistribution].clustering().map(_.toString).toSeq
@@ -333,9 +334,12 @@ class ReplayTaskSuite extends AnyFunSuite with BeforeAndAfterAll {
     val noDaemon = new ProducerPool(_ => throw new IllegalStateException("no daemon"), () => 0L, _ => () => ())
     val opts = options(perRecord)
     val p = plan(6, replay = true, "r2")
-    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None, Some(p))
+    val prepared = KinesisWriter.Prepared(opts, RowConverter.forSchema(schema, opts), None)
+    val write = WritePlan(replay = Some(p))
     assert(
-      intercept[IllegalStateException](new KinesisDataWriter(prepared, noDaemon, 0, 6, 0L)).getMessage == "no daemon"
+      intercept[IllegalStateException](
+        new KinesisDataWriter(prepared, write, TaskAttempt(0, 6, 0L), noDaemon)
+      ).getMessage == "no daemon"
     )
     val barrier = new java.util.concurrent.CountDownLatch(1)
     io.github.sparkkinesis.replay.LedgerFlusher.submit(() => barrier.countDown()) // the abort's write ran before it

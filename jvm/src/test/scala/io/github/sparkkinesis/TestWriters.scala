@@ -21,7 +21,7 @@ object TestWriters {
   /** A writer whose producers come from `fakes` instead of real KPL daemons (`perRecord` unless `extra` says so). */
   def writer(fakes: FakePool, extra: Map[String, String] = Map.empty, s: StructType = schema): KinesisForeachWriter = {
     val opts = options(perRecord ++ extra)
-    new KinesisForeachWriter(opts, RowConverter.forSchema(s, opts)) {
+    new KinesisForeachWriter(KinesisWriter.Prepared(opts, RowConverter.forSchema(s, opts), None)) {
       override private[sparkkinesis] def pool: ProducerPool = fakes.pool
     }
   }

@@ -78,7 +78,7 @@ private[sparkkinesis] final class StreamState(val name: String) {
   @volatile private[aggregation] var layoutAtNanos = 0L
 
   /** Whether this producer read the stream itself since it last adopted a shipped layout. */
-  @volatile private[aggregation] var readOwn = false
+  @volatile private[aggregation] var readSinceShipped = false
   @volatile private[aggregation] var retryAtNanos = 0L
   @volatile private[aggregation] var backoffMs = StreamLayouts.FirstBackoffMs
   private[aggregation] val refreshing = new AtomicBoolean()
@@ -147,8 +147,8 @@ private[sparkkinesis] final class StreamLayouts(
       }
 
   /** Takes the layout the driver read for this write, `shipped.ageMs` ago, as if this producer had read it then, unless
-    * it holds one read later (after its map was proven stale: that read stays to be reported, [[readOwn]], until the
-    * driver ships one newer). No call is made.
+    * it holds one read later (after its map was proven stale: that read stays to be reported, [[readSinceShipped]],
+    * until the driver ships one newer). No call is made.
     */
   def adopt(shipped: ShippedLayout): Unit = {
     val s = streams.computeIfAbsent(shipped.stream, n => new StreamState(n))
@@ -158,17 +158,19 @@ private[sparkkinesis] final class StreamLayouts(
         install(s, shipped.layout, readAt)
         s.checkedAtNanos = math.max(s.checkedAtNanos, readAt)
         s.retryAtNanos = 0L
-        s.readOwn = false
+        s.readSinceShipped = false
       }
     }
   }
 
-  /** Whether this producer read stream `name` itself since it last adopted a shipped layout of it. */
-  def readOwn(name: String): Boolean = { val s = streams.get(name); s != null && s.readOwn }
+  /** Whether this producer read stream `name` itself since it last adopted a shipped layout of it (its map was proven
+    * stale: an aggregate landed elsewhere, a key in no shard, a record over the limit; or none came in time).
+    */
+  def readSinceShipped(name: String): Boolean = { val s = streams.get(name); s != null && s.readSinceShipped }
 
   /** Reads `s`'s layout now; on failure keeps the last one (or none: records go alone) and retries after a backoff. */
   def read(s: StreamState): Unit = s.synchronized {
-    s.readOwn = true
+    s.readSinceShipped = true
     try {
       install(s, metadata.layout(s.name), clock.nanoTime())
       s.checkedAtNanos = clock.nanoTime()

@@ -1,6 +1,6 @@
 package io.github.sparkkinesis.aggregation
 
-import java.util.concurrent.{ExecutionException, Executors}
+import java.util.concurrent.{ExecutionException, Executor}
 
 import scala.collection.mutable.ArrayBuffer
 
@@ -25,33 +25,20 @@ import io.github.sparkkinesis.shaded.kpl.UserRecordResult
   */
 private[sparkkinesis] final class WriterAggregator(
     sender: Sender,
-    metadata: StreamMetadata,
+    layouts: StreamLayouts,
     settings: AggregationSettings,
     metrics: AggregationMetrics,
-    warnings: Warnings,
-    newThread: NewThread,
     scheduler: Scheduler,
-    name: String
+    background: Executor
 ) {
-
-  /** Layout reads after the first, and re-sends: off the writers' and the producer's callback threads. */
-  private val background = Executors.newSingleThreadExecutor(r => newThread(s"spark-kinesis-shard-map-$name", r))
   private val pacing = new Pacing(scheduler, metrics, send)
   private val large = new LargeRecords(scheduler, send)
-  private val layouts =
-    new StreamLayouts(metadata, settings, scheduler.clock, background, warnings, _.foreach(sealIfAny))
   private val retries = new RetryPolicy(settings, scheduler, pacing, layouts, metrics, background, send, add)
 
-  /** The driver's count of producers writing the task's query ([[io.github.sparkkinesis.WriterCount]]): a stream first
-    * written after this starts its share of the quota at the inverse.
+  /** A stream's new layout replaced these buffers ([[StreamLayouts]]): the records waiting in them go now, their
+    * placement checked as any other's.
     */
-  def expectWriters(n: Int): Unit = layouts.writers = n
-
-  /** The layouts the driver read for the task's write ([[StreamLayouts.adopt]]). */
-  def adopt(shipped: Seq[ShippedLayout]): Unit = shipped.foreach(layouts.adopt)
-
-  /** Whether this producer read `stream` itself since its last shipped layout (the driver then reads it again). */
-  def readOwn(stream: String): Boolean = layouts.readOwn(stream)
+  def replaced(old: Array[ShardBuffer]): Unit = old.foreach(sealIfAny)
 
   /** Takes `p` into an aggregate, or sends it alone (see the class comment). Runs on the writer's thread; the first
     * record of a stream reads its layout there.
@@ -104,18 +91,12 @@ private[sparkkinesis] final class WriterAggregator(
     if (s != null) s.buffers.foreach(b => pacing.sealLingered(b, !_.isEmpty))
   }
 
-  /** The largest record `stream` takes, from its layout (see [[StreamLayouts.maxRecordBytes]]). */
-  def maxRecordBytes(stream: String, readNow: Boolean): Long = layouts.maxRecordBytes(stream, readNow)
-
   /** Seals and sends every buffer holding a record of `owner` (its commit waits for them). */
   def flushFor(owner: RecordOwner): Unit =
     layouts.foreach(s => s.buffers.foreach(b => pacing.sealAndSend(b, x => !x.isEmpty && x.holds(owner))))
 
-  def close(): Unit = {
-    scheduler.close()
-    background.shutdownNow()
-    layouts.close()
-  }
+  /** Stops the linger thread (the layouts and the background thread are the producer's). */
+  def close(): Unit = scheduler.close()
 
   private def sealIfAny(b: ShardBuffer): Unit = pacing.sealAndSend(b, !_.isEmpty)
 

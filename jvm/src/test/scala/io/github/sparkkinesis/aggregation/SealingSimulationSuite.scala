@@ -126,14 +126,15 @@ class SealingSimulationSuite extends AnyFunSuite {
   test("ordered: with failures the daemon retries, Kinesis stores no key's record after a later one; the rate holds") {
     // 10,000 records/s over 4 shards (about a quarter of their bytes), a 10 ms round trip, 5 % of the Kinesis records
     // failed once and retried by the daemon a round trip later, while the shard's next aggregates go on.
-    def run(ordered: Boolean) = {
+    def run(ordered: Boolean): Result = {
       val sim = new Simulation(4, rttMs = 10, settings = settings.copy(ordered = ordered), failing = 0.05)
       val r = sim.run(ratePerSecond = 10000, seconds = 10)
       report(s"10,000 records/s, 5 % retried, ordered=$ordered", r)
       info(s"ordered=$ordered: ${r.inversions} records stored after a later record of their key")
       r
     }
-    val (unordered, ordered) = (run(ordered = false), run(ordered = true))
+    val unordered = run(ordered = false)
+    val ordered = run(ordered = true)
     assert(unordered.confirmed == 100000 && ordered.confirmed == 100000)
     assert(unordered.inversions > 0, "the scenario: retries reorder a shard's aggregates when several are in flight")
     assert(ordered.inversions == 0)
@@ -300,17 +301,17 @@ private object SealingSimulationSuite {
       def shareLowered(): Unit = ()
     }
 
-    private val aggregator = new WriterAggregator(
-      sender,
+    private val layouts = new StreamLayouts(
       new FakeMetadata(layout),
       settings,
-      metrics,
+      clock,
+      (r: Runnable) => r.run(),
       (_: Logger, _: String, _: String) => (),
-      (name, body) => new Thread(body, name),
-      scheduler,
-      "sealing"
+      old => aggregator.replaced(old)
     )
-    aggregator.expectWriters(1)
+    layouts.writers = 1
+    private lazy val aggregator: WriterAggregator =
+      new WriterAggregator(sender, layouts, settings, metrics, scheduler, (r: Runnable) => r.run())
 
     /** `ratePerSecond` records of 100 B (keys k0..k96) for `seconds`, spread evenly over each millisecond (or added
       * together every `burstEveryMs`), then up to `drainSeconds` for the rest to be confirmed.

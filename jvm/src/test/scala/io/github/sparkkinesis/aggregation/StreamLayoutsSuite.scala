@@ -78,24 +78,27 @@ class StreamLayoutsSuite extends AnyFunSuite {
     assert(l("s").layout.shards.shards == FakeMetadata.even(4).shards.shards && metadata.reads == 0)
     clock.advanceMs(settings.recheckMs - 1000)
     l.recheckIfDue(l("s"))
-    assert(metadata.reads == 0 && !l.readOwn("s"), "the driver's read is as fresh as one of the producer's own")
+    assert(
+      metadata.reads == 0 && !l.readSinceShipped("s"),
+      "the driver's read is as fresh as one of the producer's own"
+    )
     clock.advanceMs(1)
     l.recheckIfDue(l("s"))
-    assert(metadata.reads == 1 && l.readOwn("s"), "none newer within the interval: the producer reads")
+    assert(metadata.reads == 1 && l.readSinceShipped("s"), "none newer within the interval: the producer reads")
     assert(l("s").layout eq whole)
 
     // A layout the driver read before the producer's own read does not undo it, nor the report of that read (a task
     // starting after it must not hide it from the driver); one read after does both.
     l.adopt(ShippedLayout("s", FakeMetadata.even(4), ageMs = 10))
-    assert((l("s").layout eq whole) && l.readOwn("s"))
+    assert((l("s").layout eq whole) && l.readSinceShipped("s"))
     clock.advanceMs(20)
     l.adopt(ShippedLayout("s", FakeMetadata.even(4), ageMs = 10))
-    assert(l("s").layout.shards.size == 4 && metadata.reads == 1 && !l.readOwn("s"))
+    assert(l("s").layout.shards.size == 4 && metadata.reads == 1 && !l.readSinceShipped("s"))
   }
 
   test("a stream never shipped is read on its first record, as before") {
     val metadata = new Throttling(0)
     val l = layouts(metadata, new FakeClock, new Said, jitter = 0.0)
-    assert((l("t").layout eq whole) && metadata.reads == 1 && l.readOwn("t"))
+    assert((l("t").layout eq whole) && metadata.reads == 1 && l.readSinceShipped("t"))
   }
 }

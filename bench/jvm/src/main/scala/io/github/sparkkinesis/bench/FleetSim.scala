@@ -110,7 +110,7 @@ object FleetSim {
           new Runnable {
             def run(): Unit = {
               val planned = System.nanoTime()
-              val layouts = drivers(stream)._1.forWrite() // the first write's factory
+              val layouts = drivers(stream)._1.toShip() // the first write's factory
               driverWait.add(System.nanoTime() - planned)
               fleet.foreach { l => layouts.foreach(l.adopt); pair(l, stream, 0L) } // each executor's first task
             }

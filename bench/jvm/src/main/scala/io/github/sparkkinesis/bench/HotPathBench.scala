@@ -92,7 +92,7 @@ class HotPathBench extends NanoBench {
     stub = new BatchCompletingProducer(completionBatch)
     val p = new ProducerPool(_ => stub, () => 0L, _ => () => ())
     testPool = p
-    writer = new KinesisForeachWriter(options, converter) {
+    writer = new KinesisForeachWriter(KinesisWriter.Prepared(options, converter, None)) {
       override private[sparkkinesis] def pool: ProducerPool = p
     }
     rows = Array.tabulate(RowCount)(i => row(i.toLong, payloadBytes))
