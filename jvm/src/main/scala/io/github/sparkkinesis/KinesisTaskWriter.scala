@@ -66,7 +66,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
     val bytes = record.data.remaining()
     s.writes(record.stream)
     if (!options.failOnError) { // a stream Kinesis refused for good: its records are dropped (PermanentErrors)
-      val refused = producer.refusedNow(record.stream)
+      val refused = producer.refusals.dropping(record.stream)
       if (refused != null) { s.dropped(refused, bytes); return }
     }
     RecordLimit.check(record, bytes, producer)

@@ -21,8 +21,8 @@ private[sparkkinesis] trait ProducerClient {
     */
   def permanentErrors(): Seq[(String, String)] = Nil
 
-  /** Fails every record of `stream` put and not yet answered with `error` at once ([[SharedProducer.refuse]]); their
-    * answers, when the daemon gives up on them, are ignored.
+  /** Fails every record of `stream` put and not yet answered with `error` at once ([[StreamRefusals]]); their answers,
+    * when the daemon gives up on them, are ignored.
     */
   def failInFlight(stream: String, error: Throwable): Unit = ()
 

@@ -83,53 +83,14 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
   /** The daemon died under us: stop handing this producer out; close it when its last user leaves. */
   def markBroken(): Unit = broken = true
 
-  private val refusals = new java.util.concurrent.ConcurrentHashMap[String, Refusal]()
+  /** The streams Kinesis refused for good, as this producer's daemon met them ([[StreamRefusals]]). */
+  val refusals = new StreamRefusals(s"producer #$id", config, clockMs)
 
-  /** The watch saw Kinesis refuse writes to `stream` with `code` ([[PermanentErrors]]), which no retry fixes: the first
-    * sighting (or the first after [[PermanentErrors.HoldMs]] without one) logs it; every sighting fails the stream's
-    * records in flight at once, as the KPL would only after `kpl.RecordTtl`. The producer stays: its other streams'
-    * records, and other queries' tasks, are not concerned.
+  /** The watch saw Kinesis refuse writes to `stream` with `code`: its records in flight fail at once, as the KPL would
+    * only after `kpl.RecordTtl` ([[StreamRefusals.refuse]]). The producer stays: its other streams' records, and other
+    * queries' tasks, are not concerned.
     */
-  def refuse(stream: String, code: String): Unit = {
-    val now = clockMs()
-    var r = refusals.get(stream)
-    if (r == null || now - r.seenMs >= PermanentErrors.HoldMs) {
-      val fresh = new Refusal(
-        new StreamRefused(
-          stream,
-          s"Kinesis refused writes with ${PermanentErrors.describe(code, PermanentErrors.where(stream, config))} " +
-            "The KPL retries such an error until kpl.RecordTtl; the writer fails the task at once instead (with " +
-            s"fail_on_error=false it drops the stream's records, counted as failed, for ${PermanentErrors.HoldMs / 1000}" +
-            " s, then tries again)."
-        ),
-        now
-      )
-      val won = if (r == null) refusals.putIfAbsent(stream, fresh) == null else refusals.replace(stream, r, fresh)
-      if (won) ProducerPool.log.warn(s"${fresh.error.getMessage} (producer #$id)")
-      r = refusals.get(stream)
-    }
-    r.seenMs = math.max(r.seenMs, now)
-    client.failInFlight(stream, r.error)
-  }
-
-  /** `stream`'s refusal if the watch saw it at or after `sinceMs` (a task's first write to it), else null. */
-  def refusedSince(stream: String, sinceMs: Long): StreamRefused =
-    if (refusals.isEmpty) null
-    else {
-      val r = refusals.get(stream)
-      if (r != null && r.seenMs >= sinceMs) r.error else null
-    }
-
-  /** `stream`'s refusal while it holds ([[PermanentErrors.HoldMs]] since the watch last saw it), else null. */
-  def refusedNow(stream: String): StreamRefused =
-    if (refusals.isEmpty) null
-    else {
-      val r = refusals.get(stream)
-      if (r != null && clockMs() - r.seenMs < PermanentErrors.HoldMs) r.error else null
-    }
-
-  /** Whether any stream of this producer was refused (a cheap test before a task's own check). */
-  def anyRefused: Boolean = !refusals.isEmpty
+  def refuse(stream: String, code: String): Unit = client.failInFlight(stream, refusals.refuse(stream, code))
 
   override def toString: String = s"SharedProducer#$id($config)"
 }

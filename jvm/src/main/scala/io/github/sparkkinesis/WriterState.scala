@@ -138,18 +138,14 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
   }
 
   /** Rethrows the first async failure (fail_on_error), wrapped so the stack shows the caller; with fail_on_error, also
-    * a permanent refusal of a stream this task wrote to, seen since it first did ([[SharedProducer.refuse]]).
+    * a permanent refusal of a stream this task wrote to, seen since it first did ([[StreamRefusals.failureFor]]).
     */
   def check(): Unit = {
     val e = firstError.get
     if (e != null) throw new KinesisWriteException(e.getMessage, e)
-    if (options.failOnError && producer.anyRefused) {
-      val it = firstWrites.entrySet().iterator()
-      while (it.hasNext) {
-        val w = it.next()
-        val refused = producer.refusedSince(w.getKey, w.getValue)
-        if (refused != null) throw new KinesisWriteException(refused.getMessage, refused)
-      }
+    if (options.failOnError) {
+      val refused = producer.refusals.failureFor(firstWrites)
+      if (refused != null) throw new KinesisWriteException(refused.getMessage, refused)
     }
   }
 
