@@ -141,7 +141,7 @@ CASES = [
         "foreach",
         ValueError,
         "only format('kinesis') can ask",
-        "sortWithinPartitions",
+        "ordered=True",
         kwargs={"order_by": "partitionKey"},
     ),
     c(

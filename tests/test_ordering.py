@@ -4,11 +4,14 @@ KCL's own code (docs/reliability.md, "Per-key order"). The same write without th
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import UserRecord, read_stream
 from spark_kinesis_testkit.faults import FaultFront
@@ -86,6 +89,49 @@ def test_order_by_keeps_each_keys_order_through_throttles_failures_and_500s(spar
     stats = assert_faults_happened(front)
     plain, by_kcl = read_both(kinesis, kcl, stream)
     print(f"\nordered: {stats}; plain reader {plain}; KCL {by_kcl}")
+    assert plain.inversions == 0, plain
+    assert by_kcl.inversions == 0, by_kcl
+
+
+def write_files(directory: Path, rows: list[tuple[str, int, bytes]], files: int) -> None:
+    directory.mkdir()
+    for f in range(files):
+        lines = (json.dumps({"pk": k, "seq": q, "data": d.decode()}) for k, q, d in rows[f::files])
+        (directory / f"part-{f}.json").write_text("\n".join(lines) + "\n")
+
+
+def stream_once(spark: Any, directory: Path, checkpoint: Path, attach: Any) -> None:
+    df = spark.readStream.schema("pk string, seq int, data string").json(str(directory))
+    q = attach(df.select(F.col("pk").alias("partitionKey"), "seq", "data").writeStream)
+    q = q.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+    assert q.awaitTermination(300), "the query did not finish within 300 s"
+    assert q.exception() is None, q.exception()
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("entry", ["format", "foreach"])
+def test_a_streaming_query_keeps_each_keys_order(spark, kinesis, kcl, front, stream, tmp_path, entry):
+    """A micro-batch query, the same faults. format('kinesis') with order_by sorts shuffled input files (Spark sorts a
+    streaming write's rows for the sink; a query itself may not sort a stream). foreach(ordered=True) keeps the order
+    each task reads: here each file holds its own keys in order, as a source partitioned by key would."""
+    write = tmp_path / "in"
+    options = kinesis.writer_options(front.endpoint)
+    if entry == "format":
+        rows = rows_by_task()
+        random.Random(13).shuffle(rows)
+        write_files(write, rows, files=4)
+        opts = KinesisWriter(stream_name=stream, order_by="seq", **options).options()
+        attach = lambda w: w.format("kinesis").options(**opts)  # noqa: E731
+    else:
+        rows = rows_by_task()  # task p's keys, each key's records in order: file p holds them in that order
+        write_files(write, [r for p in range(TASKS) for r in rows if r[0].startswith(f"k{p}-")], files=1)
+        writer = KinesisWriter(stream_name=stream, ordered=True, **options)
+        attach = lambda w: w.foreach(writer)  # noqa: E731
+    faults_on(front)
+    stream_once(spark, write, tmp_path / "ckpt", attach)
+    stats = assert_faults_happened(front)
+    plain, by_kcl = read_both(kinesis, kcl, stream)
+    print(f"\n{entry}, streaming: {stats}; plain reader {plain}; KCL {by_kcl}")
     assert plain.inversions == 0, plain
     assert by_kcl.inversions == 0, by_kcl
 

@@ -25,9 +25,10 @@ object KinesisWriter {
     val prepared = prepare(options.asScala.toMap, schema)
     if (prepared.options.orderBy.nonEmpty)
       throw new IllegalArgumentException(
-        s"Option ${KinesisWriterOptions.OrderBy.name} asks Spark to sort each key's rows, which only " +
-          "format('kinesis') can ask: with foreach, order the rows yourself (df.repartition('partitionKey')" +
-          s".sortWithinPartitions(<columns>)) and set ${KinesisWriterOptions.Ordered.name}=True instead."
+        s"Option ${KinesisWriterOptions.OrderBy.name} asks Spark to sort each key's rows for the sink, which only " +
+          "format('kinesis') can ask (a streaming query may not sort by itself): write with " +
+          s"format('kinesis') and ${KinesisWriterOptions.OrderBy.name}, or keep foreach with " +
+          s"${KinesisWriterOptions.Ordered.name}=True, which keeps the order each task reads its rows in."
       )
     val calls = ControlPlaneCalls() // the driver's, for this writer
     val first = checkBeforeStart(prepared.options, calls)
