@@ -82,7 +82,7 @@ private[sparkkinesis] final class KinesisTable(options: Map[String, String])
 
     override def build(): Write = {
       val schemaChecked = KinesisWriter.prepare(parsed, info.schema(), accumulators)
-      val prepared = KinesisWriter.knowing(schemaChecked, checked)
+      val prepared = KinesisWriter.tellingDaemonsTheStrategy(schemaChecked, checked)
       val replay = KinesisWrite.replayPlan(prepared, info.queryId())
       val columns = KinesisWrite.contentColumns(prepared, info.schema())
       new KinesisWrite(prepared, truncated, columns, Some(layouts), replay)

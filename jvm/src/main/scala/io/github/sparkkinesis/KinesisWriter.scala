@@ -32,7 +32,7 @@ object KinesisWriter {
       )
     val calls = ControlPlaneCalls() // the driver's, for this writer
     val first = checkBeforeStart(prepared.options, calls)
-    val p = knowing(prepared, first)
+    val p = tellingDaemonsTheStrategy(prepared, first)
     new KinesisForeachWriter(
       p,
       foreachReplay(p.options),
@@ -108,7 +108,7 @@ object KinesisWriter {
     * ([[ProducerConfig.daemonSettings]]). An AUTO stream's daemons still ask (a stream switched from AUTO must reach
     * Kinesis with its hash keys).
     */
-  private[sparkkinesis] def knowing(p: Prepared, layout: Option[StreamLayout]): Prepared = {
+  private[sparkkinesis] def tellingDaemonsTheStrategy(p: Prepared, layout: Option[StreamLayout]): Prepared = {
     val key = KplSettings.StrategyDefault
     val o = p.options
     if (!o.producer.aggregatesInWriter || !layout.exists(!_.auto) || o.producer.kpl.contains(key)) p
