@@ -23,7 +23,7 @@ class KinesisForeachWriter private[sparkkinesis] (
   private var plan = WritePlan(writers)
 
   /** The driver serializes this writer for each batch's tasks: the batch's [[WritePlan]] is made then, with the layout
-    * the driver holds ([[DriverLayouts.toShip]] returns at once; a read that is due runs in the background, never
+    * the driver holds ([[DriverLayouts.toShipNow]] returns at once; a read that is due runs in the background, never
     * inside serialization, so a slow or throttled Kinesis cannot hold up Spark's scheduling).
     */
   @throws[java.io.IOException]
