@@ -33,9 +33,9 @@ class WriterOptions(TypedDict, total=False):
     """
     ordered: bool
     """keep each key's order: a record never reaches a reader after a record of its partition key (or explicit hash
-    key) that the same task wrote after it, through throttling, failures and retries. Each shard then has one
-    Kinesis record in flight at a time (docs/reliability.md, "Per-key order"); needs ``aggregation='writer'``.
-    Default: False.
+    key) that the same task wrote after it, through throttling, failures and retries (not yet across a reshard
+    mid-query). Each shard then has one Kinesis record in flight at a time (docs/reliability.md, "Per-key order");
+    needs ``aggregation='writer'``. Default: False.
     """
     order_by: str | None
     """``format('kinesis')`` only: the column(s), comma-separated, that order a key's records (a commit version, a

@@ -110,7 +110,8 @@ private[sparkkinesis] object KinesisWriterOptions {
     "ordered",
     "boolean",
     "keep each key's order: a record never reaches a reader after a record of its partition key (or explicit hash " +
-      "key) that the same task wrote after it, through throttling, failures and retries. Each shard then has one " +
+      "key) that the same task wrote after it, through throttling, failures and retries (not yet across a reshard " +
+      "mid-query). Each shard then has one " +
       "Kinesis record in flight at a time (docs/reliability.md, \"Per-key order\"); needs ``aggregation='writer'``.",
     Some("false")
   )
