@@ -109,7 +109,7 @@ def stream_once(spark: Any, directory: Path, checkpoint: Path, attach: Any) -> N
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("entry", ["format", "foreach"])
+@pytest.mark.parametrize("entry", [pytest.param("format", marks=pytest.mark.every_line), "foreach"])
 def test_a_streaming_query_keeps_each_keys_order(spark, kinesis, kcl, front, stream, tmp_path, entry):
     """A micro-batch query, the same faults. format('kinesis') with order_by sorts shuffled input files (Spark sorts a
     streaming write's rows for the sink; a query itself may not sort a stream). foreach(ordered=True) keeps the order
