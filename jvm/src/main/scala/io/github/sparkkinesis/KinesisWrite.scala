@@ -48,8 +48,7 @@ private[sparkkinesis] final class KinesisWrite(
     * still meet, and a key's rows are not spread over tasks). Any other write leaves the rows where they are.
     */
   override def requiredDistribution(): Distribution = {
-    val keyed = DedupeOptions.keyed(prepared.options)
-    val byKey = prepared.options.orderBy.nonEmpty || prepared.options.ordered && keyed
+    val byKey = prepared.options.ordered && DedupeOptions.keyed(prepared.options)
     replay match {
       case _ if prepared.options.orderBy.nonEmpty => KinesisWrite.clustered(Seq(RowConverter.PartitionKey))
       case Some(p) if p.replay && byKey           => KinesisWrite.clustered(Seq(RowConverter.PartitionKey))
