@@ -7,7 +7,7 @@ import io.github.sparkkinesis.shaded.guava.util.concurrent.{Futures, ListenableF
 import org.slf4j.LoggerFactory
 import io.github.sparkkinesis.shaded.kpl.{DaemonException, UserRecordResult}
 
-import io.github.sparkkinesis.aggregation.HashKey
+import io.github.sparkkinesis.aggregation.{HashKey, WriterAggregator}
 import io.github.sparkkinesis.replay.{Fingerprint, TaskReplay}
 
 /** One task's writes, whatever the entry point (`foreach`, or the `kinesis` DataSource V2 sink for streaming and
@@ -87,9 +87,7 @@ private[sparkkinesis] final class KinesisTaskWriter(
           val p = WriterAggregation.pending(record, s, bytes, start, hashKey, key)
           // Ordered: a record that goes alone skips its shard's one-in-flight order, so it waits for the task's earlier
           // records (all but itself) and the next record waits for it (below).
-          alone = options.ordered && a.goesAlone(p)
-          if (alone) drain(leaving = 1)
-          a.add(p)
+          alone = a.add(p, barrier) && options.ordered
         case Some(a) => a.add(WriterAggregation.pending(record, s, bytes, start, null, null)) // keyless (AUTO): alone
         case None    => KinesisTaskWriter.putAlone(producer.client, record, s, bytes, start)
       }
@@ -117,6 +115,8 @@ private[sparkkinesis] final class KinesisTaskWriter(
       )
     case _ => e
   }
+
+  private val barrier: () => Unit = if (options.ordered) () => drain(leaving = 1) else WriterAggregator.NoBarrier
 
   /** Returns once every record this task wrote is confirmed; throws the first failure otherwise. */
   def commit(): Unit = {

@@ -216,6 +216,33 @@ class AggregationSuite extends AnyFunSuite {
     w.close(null)
   }
 
+  test("ordered: a record that goes alone waits for the task's earlier records, and the next record waits for it") {
+    val fakes = new FakePool
+    val w = writerAgg(fakes, Map("ordered" -> "true"))
+    w.open(0, 0)
+    val p = fakes.last
+    w.process(row("same", "1")) // buffered for its gather
+    val writing = new Thread(() => { w.process(row("same", "x" * 60000)); w.process(row("same", "3")) })
+    writing.start()
+    def waitFor(what: String)(cond: => Boolean): Unit = {
+      val deadline = System.nanoTime() + 10000000000L
+      while (!cond) { assert(System.nanoTime() < deadline, what); Thread.sleep(5) }
+    }
+    waitFor("the earlier record sent by the barrier's flush")(p.sent.size == 1)
+    assert(writing.isAlive && p.sent.size == 1, "the record alone went before the earlier one was confirmed")
+    p.succeedAllIn(FakeMetadata.even(2))
+    waitFor("the record alone sent once the earlier one was confirmed")(p.sent.size == 2)
+    assert(p.sent.asScala.last.data.remaining() == 60000)
+    assert(writing.isAlive && p.sent.size == 2, "the next record went before the one alone was confirmed")
+    p.succeedAllIn(FakeMetadata.even(2))
+    writing.join(10000)
+    assert(!writing.isAlive, "the next record was written once the one alone was confirmed")
+    fakes.tick(2)
+    p.succeedAllIn(FakeMetadata.even(2))
+    w.close(null)
+    assert(p.sent.size == 3)
+  }
+
   test("a throttled aggregate or lone record is sent again by the writer, once its shard's quota allows; none lost") {
     val throttle = "ProvisionedThroughputExceededException"
     val fakes = new FakePool

@@ -33,7 +33,8 @@ private[sparkkinesis] final class WriterAggregator(
 ) {
   private val pacing = new Pacing(scheduler, metrics, send)
   private val large = new LargeRecords(scheduler, send)
-  private val retries = new RetryPolicy(settings, scheduler, pacing, layouts, metrics, background, send, add)
+  private val retries =
+    new RetryPolicy(settings, scheduler, pacing, layouts, metrics, background, send, p => { add(p); () })
 
   /** A stream's new layout replaced these buffers ([[StreamLayouts]]): the records waiting in them go now, their
     * placement checked as any other's.
@@ -41,12 +42,23 @@ private[sparkkinesis] final class WriterAggregator(
   def replaced(old: Array[ShardBuffer]): Unit = old.foreach(sealIfAny)
 
   /** Takes `p` into an aggregate, or sends it alone (see the class comment). Runs on the writer's thread; the first
-    * record of a stream reads its layout there.
+    * record of a stream reads its layout there. A keyed record that goes alone (its stream's layout not known yet or
+    * AUTO, its key in no shard, too big for an aggregate) does not pass through its shard's one-in-flight order:
+    * `beforeAlone` runs first (with `ordered`, the task writer confirms the task's earlier records there). Returns
+    * whether `p` was such a record.
     */
-  def add(p: Pending): Unit = {
+  def add(p: Pending, beforeAlone: () => Unit = WriterAggregator.NoBarrier): Boolean = {
     val buffer = shardOf(p)
-    if (buffer == null) return sendAlone(p)
-    if (!buffer.fitsAlone(p)) return large.dispatch(buffer, new Alone(p))
+    val fits = buffer != null && buffer.fitsAlone(p)
+    val keyedAlone = p.key != null && !fits
+    if (keyedAlone) beforeAlone()
+    if (buffer == null) sendAlone(p)
+    else if (!fits) large.dispatch(buffer, new Alone(p))
+    else addToBuffer(buffer, p)
+    keyedAlone
+  }
+
+  private def addToBuffer(buffer: ShardBuffer, p: Pending): Unit = {
     val done = new ArrayBuffer[Aggregate](1)
     buffer.synchronized {
       val opened = buffer.add(p, done)
@@ -58,13 +70,6 @@ private[sparkkinesis] final class WriterAggregator(
       }
     }
   }
-
-  /** Whether keyed record `p` goes alone rather than into its shard's aggregate: its stream's layout is not known yet
-    * or is AUTO, its key lies in no shard of the map, or it is too big for an aggregate. With `ordered`, the task
-    * writer makes such a record wait for the task's earlier records, and its next record wait for it: it does not pass
-    * through its shard's one-in-flight order.
-    */
-  def goesAlone(p: Pending): Boolean = p.key != null && { val b = shardOf(p); b == null || !b.fitsAlone(p) }
 
   /** The buffer of `p`'s shard, or null when `p` goes alone (no key, no layout, AUTO, a key in no shard). */
   private def shardOf(p: Pending): ShardBuffer = {
@@ -134,4 +139,10 @@ private final class Answer(future: ListenableFuture[UserRecordResult], o: Outgoi
       }
     retries.completed(o, result)
   }
+}
+
+private[sparkkinesis] object WriterAggregator {
+
+  /** What runs before a keyed record goes alone when the writer does not keep order: nothing. */
+  val NoBarrier: () => Unit = () => ()
 }
