@@ -385,28 +385,16 @@ def bundleIntoPython(lines: ScopeFilter): Def.Initialize[Task[Seq[File]]] = Def.
 // (spark-submit --packages reads it). One task, so the KPL bundle is assembled once (its notice merge is not cached
 // between commands).
 lazy val jars = taskKey[Unit]("bundlePython, and every artifact published to the local Maven repository")
-// What `jars` does, for the projects `projects` selects and the line projects among them, `lines`.
-def jarsOf(projects: ScopeFilter, lines: ScopeFilter): Def.Initialize[Task[Unit]] = Def.task {
-  bundleIntoPython(lines).value
-  publishM2.all(projects).value
-}
 
-// `make test`'s JVM part in one task: what `jars` does for every line but `extendedLines` (the legs load no other), then
-// the file the system property spark-kinesis.jarsReady names (the e2e tests start on it), then the unit tests of the
-// same lines and the benchmarks' compile.
-lazy val jarsThenTests = taskKey[Unit]("The jars and unit tests of every line but extendedLines, jarsReady between")
-
-// The lines `make test` neither builds nor tests, and `make test-extended` does (`make jar` builds every line; CI runs
-// both): each line's Scalas after its first (SparkLines.laterScalas: 3.5_2.13), whose jar no leg runs. Spark 3.5 on
-// Scala 2.13 compiles the Spark 3.5 folder, which the 3.5_2.12 line tests, and the Scala 2.13 one, which the Spark 4
-// line tests, so the lines make test runs cover every source folder; the pairing of the two is tested in CI
-// (docs/development.md has what leaving it out saved make test).
+// The lines whose unit tests `make test-extended` runs and `make test` does not: each line's Scalas after its first
+// (SparkLines.laterScalas: 3.5_2.13). Spark 3.5 on Scala 2.13 compiles the Spark 3.5 folder, which the 3.5_2.12 line
+// tests, and the Scala 2.13 one, which the Spark 4 line tests, so `make test` covers every source folder.
 lazy val extendedLines: Seq[ProjectReference] = SparkLines.laterScalas.map(l => LocalProject(l.id))
-// Every project but the root, and the line projects; what `make test` builds and tests of each: all but extendedLines.
 lazy val allProjects = inAggregates(LocalRootProject, includeRoot = false)
 lazy val allLines = inProjects(lineProjects.map(p => p: ProjectReference): _*)
-lazy val madeByTest = ScopeFilter(allProjects -- inProjects(extendedLines: _*))
-lazy val linesMadeByTest = ScopeFilter(allLines -- inProjects(extendedLines: _*))
+// `make test`'s Scala part: the unit tests of every project but extendedLines, and the benchmarks' compile (nothing
+// runs them in `make test`, and code that nothing builds rots).
+lazy val unitTests = taskKey[Unit]("The unit tests of every line but extendedLines, and the benchmarks' compile")
 lazy val extendedTests = taskKey[Unit]("The unit tests of the lines `make test` leaves to `make test-extended`")
 
 lazy val root = (project in file("."))
@@ -415,21 +403,14 @@ lazy val root = (project in file("."))
     name := "spark-kinesis-root",
     publish / skip := true,
     bundlePython := bundleIntoPython(ScopeFilter(allLines)).value,
-    jars := jarsOf(ScopeFilter(allProjects), ScopeFilter(allLines)).value,
-    jarsThenTests := Def
-      .sequential(
-        Def.task {
-          val ready = sys.props.get("spark-kinesis.jarsReady").getOrElse(sys.error("set -Dspark-kinesis.jarsReady"))
-          jarsOf(madeByTest, linesMadeByTest).value
-          IO.touch(file(ready))
-        },
-        Def.task {
-          (Test / test).all(madeByTest).value
-          (bench / Compile / compile).value
-          ()
-        }
-      )
-      .value,
+    jars := {
+      bundlePython.value
+      publishM2.all(ScopeFilter(allProjects)).value
+    },
+    unitTests := {
+      (Test / test).all(ScopeFilter(allProjects -- inProjects(extendedLines: _*))).value
+      (bench / Compile / compile).value
+    },
     extendedTests := (Test / test).all(ScopeFilter(inProjects(extendedLines: _*))).value
   )
 
