@@ -390,7 +390,7 @@ class Sampler:
                 "rows": rows,
                 # Written and not yet confirmed: user records' bytes in the writer's shard buffers and the daemons;
                 # the KPL's own count of what it holds (an aggregate counts once).
-                "outstanding_kb": round(self._gauge("outstandingBytes") / 1024, 1),
+                "outstanding_kb": round(self._gauge("boundBytes") / 1024, 1),
                 "kpl_outstanding": self._gauge("outstandingRecordsCount"),
                 "kpl_rss_mb": round(sum(rss_bytes(p) for p in daemons) / 2**20, 1),
                 "daemons": len(daemons),

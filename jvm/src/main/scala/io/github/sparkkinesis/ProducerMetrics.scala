@@ -18,7 +18,7 @@ private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long
   val recordsFailed: Counter = registry.counter("recordsFailed")
   val bytesSent: Counter = registry.counter("bytesSent")
   val retries: Counter = registry.counter("retries")
-  val backpressureWaitTime: Timer = registry.timer("backpressureWaitTime")
+  val backpressureWaitMs: Timer = registry.timer("backpressureWaitMs")
   val putLatency: Histogram = registry.histogram("putLatency")
   val aggregatesSent: Counter = registry.counter("aggregatesSent")
   val recordsPerAggregate: Histogram = registry.histogram("recordsPerAggregate")
@@ -29,9 +29,13 @@ private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long
   val controlPlane =
     new ControlPlaneCalls(registry.counter("controlPlaneCalls"), registry.counter("controlPlaneThrottles"))
   // The KPL's own outstanding count (Kinesis records: aggregates count once) also holds the pool's pending getMetrics
-  // request, so it can read one higher; the bound's counts are what queue_limit and max_outstanding_bytes limit.
+  // request, so it can read one higher.
   registry.register("outstandingRecordsCount", gauge(outstandingRecords()))
-  registry.register("outstandingBytes", gauge(bound.bytes.get))
+  // The bound's own counts, what queue_limit and max_outstanding_bytes limit: user records and their bytes from write to
+  // confirmation, and the fuller of the two as a fraction of its limit (1.0: writers block).
+  registry.register("boundRecords", gauge(bound.records.get))
+  registry.register("boundBytes", gauge(bound.bytes.get))
+  registry.register("boundFill", gauge(bound.fill))
 
   @volatile private var daemon: Map[String, Double] = Map.empty
   DaemonMetrics.foreach { case (name, _) => registry.register(name, gauge(daemon.getOrElse(name, Double.NaN))) }

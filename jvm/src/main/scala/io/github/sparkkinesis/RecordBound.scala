@@ -35,5 +35,8 @@ private[sparkkinesis] final class RecordBound(
     if (r <= resumeRecords && b <= resumeBytes) latch.trigger()
   }
 
+  /** The fuller of the two bounds, as a fraction of its limit: 1.0 when writers block on it. */
+  def fill: Double = math.max(records.get.toDouble / queueLimit, bytes.get.toDouble / maxBytes)
+
   override def toString: String = s"RecordBound(queue_limit=$queueLimit, max_outstanding_bytes=$maxBytes)"
 }

@@ -74,7 +74,7 @@ private[sparkkinesis] final class WriterState(options: KinesisWriterOptions, pro
 
   def blocked(nanos: Long): Unit = {
     blockedNanos += nanos
-    metrics.backpressureWaitTime.update(nanos, TimeUnit.NANOSECONDS)
+    metrics.backpressureWaitMs.update(nanos, TimeUnit.NANOSECONDS)
   }
 
   /** `n` records of this task (`bytes` in all) confirmed by one Kinesis record: alone, or one aggregate. */
