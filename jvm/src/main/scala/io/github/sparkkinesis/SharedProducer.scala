@@ -36,7 +36,7 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
   lazy val layouts: StreamLayouts = {
     layoutsMade = true
     val clock = scheduler.fold(Clock.system)(_.clock)
-    WriterAggregation.layouts(this, clock, background, old => aggregator.foreach(_.replaced(old)))
+    WriterAggregation.layouts(this, clock, background, (old, next) => aggregator.foreach(_.replaced(old, next)))
   }
   @volatile private var layoutsMade = false
 

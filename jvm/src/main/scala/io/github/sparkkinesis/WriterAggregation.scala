@@ -28,7 +28,7 @@ private[sparkkinesis] object WriterAggregation {
       p: SharedProducer,
       clock: Clock,
       background: Executor,
-      replaced: Array[ShardBuffer] => Unit
+      replaced: (Array[ShardBuffer], Array[ShardBuffer]) => Unit
   ): StreamLayouts =
     new StreamLayouts(
       p.client.streamMetadata(p.metrics.controlPlane),

@@ -376,6 +376,63 @@ class AggregationSuite extends AnyFunSuite {
     assert(m.recordsSent.getCount == 40 && m.misplacedAggregates.getCount == 2 && p.sent.size == 42)
   }
 
+  /** Each user record a Kinesis record carries, as (partition key, data): an aggregate's, or the record alone. */
+  private def carried(r: KinesisRecord): Seq[(String, String)] =
+    if (r.explicitHashKey == null) Seq((r.partitionKey, StandardCharsets.UTF_8.decode(r.data.duplicate()).toString))
+    else {
+      val bytes = new Array[Byte](r.data.remaining()); r.data.duplicate().get(bytes)
+      val (keys, _, records) = decode(bytes)
+      records.map { case (k, _, data) => (keys(k), data) }
+    }
+
+  test("ordered, a split mid-write: a key's later records wait until its earlier ones are where they belong") {
+    val fakes = new FakePool
+    val w = writerAgg(
+      fakes,
+      Map("ordered" -> "true", "kpl.RecordMaxBufferedTime" -> "60000", "kpl.DescribeStreamSummaryIntervalMs" -> "1000")
+    )
+    w.open(0, 0)
+    val p = fakes.last
+    val meta = p.metadata.asInstanceOf[FakeMetadata]
+    meta.current = FakeMetadata.even(2)
+    val keys = (0 until 40).map(i => s"k$i")
+    keys.foreach(k => w.process(row(k, "1")))
+    fakes.tick(2) // each shard idle: its gather ends, its aggregate goes
+    assert(p.sent.size == 2)
+    // The stream splits into four while both are in flight; the writer learns it from its interval's read, which the
+    // next records start (in the background), before either answer.
+    meta.current = FakeMetadata.even(4)
+    fakes.tick(1001)
+    val reads = meta.reads
+    w.process(row(keys.head, "2"))
+    eventually(meta.reads > reads && fakes.pool.live.head.metrics.misplacedAggregates.getCount == 0)
+    keys.tail.foreach(k => w.process(row(k, "2")))
+    fakes.tick(2)
+    assert(p.sent.size == 2, "a later record went to the new map's shards before the earlier ones were confirmed")
+    // Both land in the quarter of their first key, which does not hold all of their records: sent again alone, each
+    // key's in order, and still nothing later.
+    p.succeedAllIn(meta.current)
+    eventually(p.sent.size == 42)
+    assert(p.sent.asScala.drop(2).forall(r => r.explicitHashKey == null && carried(r).forall(_._2 == "1")))
+    fakes.tick(2)
+    assert(p.sent.size == 42, "a later record went before the earlier ones were confirmed where they belong")
+    val closer = new Thread(() => w.close(null))
+    closer.start()
+    eventually {
+      p.succeedAllIn(meta.current)
+      fakes.tick(1)
+      !closer.isAlive
+    }
+    // Every key's "1" was sent (and confirmed) before its "2" was sent at all.
+    val order = p.sent.asScala.toSeq.zipWithIndex.flatMap { case (r, i) => carried(r).map { case (k, d) => (k, d, i) } }
+    for (k <- keys) {
+      val lastOne = order.filter(x => x._1 == k && x._2 == "1").map(_._3).max
+      val firstTwo = order.filter(x => x._1 == k && x._2 == "2").map(_._3).min
+      assert(lastOne < firstTwo, s"$k: its later record was sent at $firstTwo, before its earlier one at $lastOne")
+    }
+    assert(fakes.pool.live.head.metrics.recordsSent.getCount == 80)
+  }
+
   test("an aggregate confirmed in a merge's child, which holds all of it, is delivered: nothing is sent again") {
     val (fakes, p, meta, closer) = fortyClosing(4)
     eventually(p.sent.size == 4)

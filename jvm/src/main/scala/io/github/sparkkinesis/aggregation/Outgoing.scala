@@ -48,9 +48,10 @@ private[sparkkinesis] final class Aggregate(
 }
 
 /** A user record sent as it is: without a partition key, too big for an aggregate, or for a stream that gets no
-  * aggregates (RecordDistributionStrategy AUTO, or a layout not read yet).
+  * aggregates (RecordDistributionStrategy AUTO, or a layout not read yet). `answered` (null: nothing) runs once its
+  * final answer completed it ([[KeyChains]]).
   */
-private[sparkkinesis] final class Alone(val pending: Pending) extends Outgoing {
+private[sparkkinesis] final class Alone(val pending: Pending, val answered: () => Unit = null) extends Outgoing {
   val entries: Array[Pending] = Array(pending)
   def stream: String = pending.stream
   def partitionKey: String = pending.partitionKey

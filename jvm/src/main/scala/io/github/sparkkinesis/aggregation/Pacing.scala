@@ -90,10 +90,21 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     b.synchronized(answered(b))
   }
 
-  /** One of `b`'s aggregates was answered: it is no longer in flight, and what gathered behind it may go. */
+  /** One of `b`'s aggregates was answered: it is no longer in flight, and what gathered behind it may go; a reshard's
+    * new buffers waiting for `b` to drain are asked again, off its lock ([[Handover]]).
+    */
   private def answered(b: ShardBuffer): Unit = {
     b.rule.answered()
     if (b.rule.waitsForAnswers && !b.waiting.isEmpty) paced(b)
+    gatherIfIdle(b)
+    val h = b.handover
+    if (h != null) scheduler.after(0L)(() => h.check())
+  }
+
+  /** The old map's buffers drained ([[Handover]]): `b`, a buffer of the new map, sends what it holds. */
+  def released(b: ShardBuffer): Unit = b.synchronized {
+    b.rule.ungate()
+    paced(b)
     gatherIfIdle(b)
   }
 

@@ -10,7 +10,8 @@ import io.github.sparkkinesis.shaded.kpl.{UserRecordFailedException, UserRecordR
   *     read again; if the landing shard holds every one of its records (a merge: the child holds both parents' ranges)
   *     they complete, else **all** of them are routed again by the new map ([[RetryPolicy.delivered]]), or, while the
   *     map read does not know the landing shard yet (it lags the reshard), each sent alone, which Kinesis places by its
-  *     own key: a stale map must not send them to the wrong shard again, and again;
+  *     own key: a stale map must not send them to the wrong shard again, and again. With `ordered` they go alone, each
+  *     key's one at a time ([[KeyChains]]), and the shard's next aggregate waits for them;
   *   - Kinesis throttled it (the daemon runs with `FailIfThrottled`, else it would re-send it every millisecond), the
   *     user did not ask for `FailIfThrottled` and its `RecordTtl` has not passed: an aggregate waits again, first in
   *     line, for its shard's quota; a record alone waits half a linger, as the KPL re-sends after half its
@@ -32,7 +33,7 @@ private[sparkkinesis] final class RetryPolicy(
 
   def completed(o: Outgoing, result: Either[Throwable, UserRecordResult]): Unit = (o, result) match {
     case (a: Aggregate, Right(r)) if r.getShardId != null && r.getShardId != a.shard.id =>
-      pacing.accepted(a)
+      if (!settings.ordered) pacing.accepted(a) // ordered: once its records are where they belong ([[misplaced]])
       metrics.aggregateMisplaced()
       background.execute(() => misplaced(a, r)) // reads the map: off the producer's callback thread
     case (_, Left(e)) if throttled(e) && !settings.failIfThrottled && !expired(o) =>
@@ -50,6 +51,10 @@ private[sparkkinesis] final class RetryPolicy(
         case _: Alone     =>
       }
       Pending.complete(o.entries, result)
+      o match {
+        case alone: Alone if alone.answered != null => alone.answered()
+        case _                                      =>
+      }
   }
 
   private def expired(o: Outgoing): Boolean =
@@ -62,8 +67,18 @@ private[sparkkinesis] final class RetryPolicy(
     val s = layouts(a.stream)
     layouts.read(s)
     val layout = s.layout
-    if (layout != null && delivered(a.entries, layout.shards, r.getShardId)) Pending.complete(a.entries, Right(r))
-    else {
+    if (layout != null && delivered(a.entries, layout.shards, r.getShardId)) {
+      if (settings.ordered) pacing.accepted(a)
+      Pending.complete(a.entries, Right(r))
+    } else if (settings.ordered) {
+      metrics.recordsResent(a.records)
+      log.info(
+        s"An aggregate of ${a.records} records for shard ${a.shard.id} of stream ${a.stream} landed in " +
+          s"${r.getShardId} (the stream was resharded), which does not hold all of them: they are sent again alone, " +
+          "each key's in order, before anything later of the shard."
+      )
+      new KeyChains(a.entries, send, () => pacing.accepted(a)).start()
+    } else {
       val stale = layout != null && !layout.shards.has(r.getShardId)
       metrics.recordsResent(a.records)
       log.info(

@@ -15,13 +15,13 @@ package io.github.sparkkinesis.aggregation
   *     shard's quota, once they have gone ([[lingerEnded]], [[goesAfterQuota]]);
   *   - '''commit''': a task with a record in it commits ([[WriterAggregator.flushFor]]: not a decision of the rule).
   * The linger stays the bound on any record's wait. With `ordered`, a sealed aggregate goes only once the shard has
-  * none in flight ([[holdsForAnswer]]), and a shard is idle only with none in flight: Kinesis stores a request's
-  * records independently and the KPL re-sends a failed one after later ones went, so two aggregates of a shard in
-  * flight can land in either order. One in flight keeps the order of the shard's aggregates, and so of every key's
-  * records, through throttling (re-sent first in line), failures and the daemon's retries (docs/reliability.md). Every
-  * method runs under the buffer's lock.
+  * none in flight and, after a reshard, once the old map's buffers have drained ([[holdsForAnswer]], [[Handover]]), and
+  * a shard is idle only with none in flight: Kinesis stores a request's records independently and the KPL re-sends a
+  * failed one after later ones went, so two aggregates of a shard in flight can land in either order. One in flight
+  * keeps the order of the shard's aggregates, and so of every key's records, through throttling (re-sent first in
+  * line), failures and the daemon's retries (docs/reliability.md). Every method runs under the buffer's lock.
   */
-private[aggregation] final class SealRule(settings: AggregationSettings, clock: Clock) {
+private[aggregation] final class SealRule(settings: AggregationSettings, clock: Clock, gatedAtStart: Boolean) {
   import SealRule._
 
   /** How long an idle shard's buffer gathers before it goes (`gather_ms`). */
@@ -33,8 +33,19 @@ private[aggregation] final class SealRule(settings: AggregationSettings, clock: 
   /** Fewer in flight than this and the shard is idle: one with `ordered` (nothing may go before the answer anyway). */
   private val idleInFlight = if (settings.ordered) 1 else IdleInFlight
 
-  /** With `ordered`: the shard's next aggregate waits for the answer of the one in flight. */
-  def holdsForAnswer: Boolean = settings.ordered && inFlight > 0
+  /** With `ordered`, a buffer of a reshard's new map holds what it seals until the old map's buffers have drained
+    * ([[Handover]]): a key's later records must not reach its new shard before its earlier ones reached the old.
+    */
+  private var gated = gatedAtStart
+
+  /** The old map's buffers drained: this one's aggregates may go. */
+  def ungate(): Unit = gated = false
+
+  /** With `ordered`: the shard's next aggregate waits for the answer of the one in flight (or for the handover). */
+  def holdsForAnswer: Boolean = settings.ordered && (inFlight > 0 || gated)
+
+  /** Whether any of the shard's aggregates is in flight (an answer, or a misplaced one's re-sends, still to come). */
+  def anyInFlight: Boolean = inFlight > 0
 
   /** Whether an answer of the shard may let a waiting aggregate go (`ordered`: they wait for it, not for a ticket). */
   def waitsForAnswers: Boolean = settings.ordered

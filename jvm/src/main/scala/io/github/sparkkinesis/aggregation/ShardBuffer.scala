@@ -11,7 +11,8 @@ private[sparkkinesis] final class ShardBuffer(
     val shard: ShardRange,
     settings: AggregationSettings,
     clock: Clock,
-    share: RateShare
+    share: RateShare,
+    gated: Boolean = false
 ) {
   def this(stream: String, shard: ShardRange, settings: AggregationSettings, clock: Clock) =
     this(stream, shard, settings, clock, new RateShare(clock))
@@ -41,7 +42,19 @@ private[sparkkinesis] final class ShardBuffer(
   private[aggregation] val waiting = new java.util.ArrayDeque[Aggregate]()
 
   /** When this buffer goes, and why ([[SealRule]]): its state is the shard's, under this buffer's lock. */
-  private[aggregation] val rule = new SealRule(settings, clock)
+  private[aggregation] val rule = new SealRule(settings, clock, gated)
+
+  /** A new map replaced this buffer ([[StreamLayouts]]): a record a writer routed here just before goes by the new one
+    * instead ([[WriterAggregator]]). Set under this buffer's lock.
+    */
+  @volatile private[aggregation] var retired = false
+
+  /** With `ordered`: the new map's buffers wait for this one to drain ([[Handover]]); null when none wait. */
+  @volatile private[aggregation] var handover: Handover = null
+
+  /** Nothing of the shard left in the writer: no record open, none waiting, none in flight. Under this buffer's lock.
+    */
+  def drained: Boolean = isEmpty && waiting.isEmpty && largeWaiting.isEmpty && !rule.anyInFlight
 
   /** Whether `p` alone (as the only record of an aggregate) fits `AggregationMaxSize`. */
   def fitsAlone(p: Pending): Boolean =

@@ -100,7 +100,7 @@ private[sparkkinesis] final class StreamLayouts(
     clock: Clock,
     background: Executor,
     warnings: Warnings,
-    replaced: Array[ShardBuffer] => Unit,
+    replaced: (Array[ShardBuffer], Array[ShardBuffer]) => Unit,
     jitter: () => Double = () => ThreadLocalRandom.current().nextDouble()
 ) {
   import StreamLayouts._
@@ -203,10 +203,12 @@ private[sparkkinesis] final class StreamLayouts(
     if (old == null || old.auto != layout.auto || old.shards.shards != layout.shards.shards) {
       val previous = s.buffers
       val share = s.share(clock, writers)
-      s.buffers = layout.shards.shards.map(sh => new ShardBuffer(s.name, sh, settings, clock, share)).toArray
+      // With `ordered`, a new map's buffers hold what they seal until the old ones drain ([[Handover]]).
+      val gated = settings.ordered && previous != null && previous.nonEmpty
+      s.buffers = layout.shards.shards.map(sh => new ShardBuffer(s.name, sh, settings, clock, share, gated)).toArray
       s.layout = layout
       // Records already waiting in the old map's buffers go now; their placement is checked as any other's.
-      replaced(previous)
+      replaced(previous, s.buffers)
       log.info(
         s"Stream ${s.name}: ${layout.shards.size} open shards" +
           (if (layout.auto) ", RecordDistributionStrategy AUTO: records go alone, not aggregated" else "") +

@@ -36,10 +36,20 @@ private[sparkkinesis] final class WriterAggregator(
   private val retries =
     new RetryPolicy(settings, scheduler, pacing, layouts, metrics, background, send, p => { add(p); () })
 
-  /** A stream's new layout replaced these buffers ([[StreamLayouts]]): the records waiting in them go now, their
-    * placement checked as any other's.
+  /** A stream's new layout replaced buffers `old` by `next` ([[StreamLayouts]]): the records waiting in the old ones go
+    * now, their placement checked as any other's; with `ordered`, `next` (made gated) go once they drained.
     */
-  def replaced(old: Array[ShardBuffer]): Unit = old.foreach(sealIfAny)
+  def replaced(old: Array[ShardBuffer], next: Array[ShardBuffer]): Unit = {
+    val handover = if (next.exists(_.rule.holdsForAnswer)) new Handover(old, next, pacing.released) else null
+    old.foreach { b =>
+      b.synchronized {
+        b.retired = true
+        b.handover = handover
+        sealIfAny(b)
+      }
+    }
+    if (handover != null) scheduler.after(0L)(() => handover.check())
+  }
 
   /** Takes `p` into an aggregate, or sends it alone (see the class comment). Runs on the writer's thread; the first
     * record of a stream reads its layout there. A keyed record that goes alone (its stream's layout not known yet or
@@ -54,19 +64,23 @@ private[sparkkinesis] final class WriterAggregator(
     if (keyedAlone) beforeAlone()
     if (buffer == null) sendAlone(p)
     else if (!fits) large.dispatch(buffer, new Alone(p))
-    else addToBuffer(buffer, p)
+    else if (!addToBuffer(buffer, p)) return add(p, beforeAlone) // a new map replaced the buffer: `p` goes by it
     keyedAlone
   }
 
-  private def addToBuffer(buffer: ShardBuffer, p: Pending): Unit = {
+  /** Adds `p` to `buffer`; false if a new map retired the buffer first. */
+  private def addToBuffer(buffer: ShardBuffer, p: Pending): Boolean = {
     val done = new ArrayBuffer[Aggregate](1)
     buffer.synchronized {
-      val opened = buffer.add(p, done)
-      done.foreach(pacing.dispatch(buffer, _))
-      pacing.gatherIfIdle(buffer)
-      if (opened && !buffer.isEmpty) { // `p` waits: for an answer of its shard, its quota, or at most its linger
-        val generation = buffer.generation
-        scheduler.after(settings.lingerMs * 1000000L)(() => lingerEnded(buffer, generation))
+      !buffer.retired && {
+        val opened = buffer.add(p, done)
+        done.foreach(pacing.dispatch(buffer, _))
+        pacing.gatherIfIdle(buffer)
+        if (opened && !buffer.isEmpty) { // `p` waits: for an answer of its shard, its quota, or at most its linger
+          val generation = buffer.generation
+          scheduler.after(settings.lingerMs * 1000000L)(() => lingerEnded(buffer, generation))
+        }
+        true
       }
     }
   }
@@ -82,6 +96,8 @@ private[sparkkinesis] final class WriterAggregator(
     val i = layout.shards.indexOf(p.key)
     val buffers = s.buffers
     if (i < 0 || i >= buffers.length) { layouts.refreshLater(s); return null }
+    // A new map was being installed between the two reads (its buffers first, then its layout): ask again.
+    if (buffers(i).shard != layout.shards.shards(i)) return shardOf(p)
     buffers(i)
   }
 

@@ -307,7 +307,7 @@ private object SealingSimulationSuite {
       clock,
       (r: Runnable) => r.run(),
       (_: Logger, _: String, _: String) => (),
-      old => aggregator.replaced(old)
+      (old, next) => aggregator.replaced(old, next)
     )
     layouts.writers = 1
     private lazy val aggregator: WriterAggregator =

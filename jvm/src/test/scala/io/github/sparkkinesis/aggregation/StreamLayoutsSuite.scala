@@ -35,7 +35,7 @@ class StreamLayoutsSuite extends AnyFunSuite {
   private val inline: Executor = (r: Runnable) => r.run()
 
   private def layouts(metadata: StreamMetadata, clock: Clock, said: Warnings, jitter: Double) =
-    new StreamLayouts(metadata, settings, clock, inline, said, _ => (), () => jitter)
+    new StreamLayouts(metadata, settings, clock, inline, said, (_, _) => (), () => jitter)
 
   test("a throttled read waits half its backoff and up to as much again, then reads; it names the limit, not IAM") {
     for ((jitter, waitMs) <- Seq(0.0 -> 500L, 0.5 -> 750L, 0.999 -> 999L)) {
