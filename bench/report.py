@@ -1,12 +1,12 @@
-"""The results of make bench: one small file per part, its plots, and the tables of docs/benchmarks.md.
+"""The results of make bench: one small file per part, and from them the tables and charts of docs/benchmarks.md.
 
 Each part of a run overwrites ``bench/results/<part>.json`` (its run id, date, commit, sizes and summary figures; no
-raw samples: git keeps the earlier runs) and its plots ``docs/img/bench-<part>*.png``. The tables of
-docs/benchmarks.md are generated from those files, each between its part's markers, so the page always shows the
+raw samples: git keeps the earlier runs). The tables of docs/benchmarks.md, each between its part's markers, and the
+charts ``docs/img/bench-*.png`` (bench/charts.py) are generated from those files alone, so the page always shows the
 newest run of every part. A part's file holds what that run measured: a run with smaller sizes (``BENCH_*`` knobs)
 overwrites it too, and its table says so; commit only the runs you mean to publish.
 
-``python bench/report.py``: the tables again from the files (no run), and make bench's line from them.
+``python bench/report.py``: the tables and charts again from the files (no run), and make bench's line from them.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ VARIANTS = {
     "boto3_agg": "`foreachBatch` + aws-kinesis-agg + boto3",
     "noop": "Spark alone (`noop` sink)",
 }
-BP_COLORS = {"no limit": "tab:red", "queue_limit": "tab:blue", "max_outstanding_bytes": "tab:green"}
 OVERHEAD_KEYS = ("ratio_vs_kpl", "cpu_s_per_m_bare", "cpu_ratio_vs_kpl", "cpu_ratio_vs_kpl_gross")
 BACKPRESSURE_KEYS = ("link_util_limited", "max_outstanding_over_limit")
 LARGE_KEYS = ("large_link_util", "large_over_limit", "large_rss_ratio", "large_read_back")
@@ -889,308 +888,20 @@ def write_docs(parts: dict[str, dict[str, Any]]) -> list[str]:
     return done
 
 
-# -- the plots (from the run's every sample, so only a run draws them) -----------------------------------------------
-def plot(result: dict[str, Any]) -> list[Path]:
-    """The plots of every part this run measured, over the part's earlier ones."""
-    plots = [
-        plot_throughput(result, IMG),
-        plot_overhead(result, IMG),
-        *plot_backpressure(result, IMG),
-        plot_tuning(result, IMG),
-        plot_scale(result, IMG),
-        plot_scale_unthrottled(result, IMG),
-    ]
-    return [p for p in plots if p is not None]
+# -- the charts (bench/charts.py, from the part files alone) ----------------------------------------------------------
+def plot(result: dict[str, Any] | None = None) -> list[Path]:
+    """Every chart again from bench/results (make bench calls it once the run's parts are saved); the files written."""
+    import charts
 
-
-def _plt() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _median_spread(xs: list[float]) -> tuple[float, float, float]:
-    s = sorted(xs)
-    mid = s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
-    return mid, mid - s[0], s[-1] - mid
-
-
-def plot_throughput(result: dict[str, Any], img: Path) -> Path | None:
-    runs = result.get("throughput_runs")
-    if not runs:
-        return None
-    plt = _plt()
-    panels = [(runs, 100, "100-byte records"), (runs, 10240, "10 KiB records")]
-    if result.get("limited_runs"):
-        shards = result["config"]["limited_shards"]
-        panels.append((result["limited_runs"], 100, f"100 B behind shard quotas\n({shards} x 1 MiB/s, 1,000 rec/s)"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.4))
-    for ax, (source, payload, title) in zip(axes, panels):
-        names: list[str] = []
-        mids: list[float] = []
-        errs: list[list[float]] = [[], []]
-        for v, label in VARIANTS.items():
-            if v == "noop":  # ~20x the others: the table has it
-                continue
-            xs = [r["records_per_s"] for r in source if r["variant"] == v and r["payload"] == payload]
-            if not xs:
-                continue
-            m, lo, hi = _median_spread(xs)
-            names.append(label.replace(" + ", " +\n"))
-            mids.append(m)
-            errs[0].append(lo)
-            errs[1].append(hi)
-        colors = ["tab:green", "tab:gray", "tab:olive"][: len(names)]
-        bars = ax.bar(range(len(names)), mids, yerr=errs, color=colors, capsize=4)
-        for bar, m in zip(bars, mids):
-            ax.annotate(f"{m:,.0f}", (bar.get_x() + bar.get_width() / 2, m), ha="center", va="bottom", fontsize=8)
-        ax.set_xticks(range(len(names)), names, fontsize=7)
-        ax.set_ylabel("records/s (median, bars: min-max)")
-        ax.set_title(title)
-    fig.suptitle(f"Throughput into {result['backend']['used']} (local, TLS), {result['config']['reps']} repetitions")
-    fig.tight_layout()
-    return _save(fig, img, "bench-throughput.png")
-
-
-def plot_overhead(result: dict[str, Any], img: Path) -> Path | None:
-    sm = result.get("summary", {})
-    if "cpu_s_per_m_bare" not in sm:
-        return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    runs = result["throughput_runs"]
-    w = [r for r in runs if r["variant"] == "writer" and r["payload"] == 100]
-    n = [r for r in runs if r["variant"] == "noop" and r["payload"] == 100]
-    b = result["bare_kpl_runs"]
-    rows = result["config"]["rows"] / 1e6
-
-    def med(xs: list[float]) -> float:
-        return _median_spread(xs)[0]
-
-    gen = med([r["cpu_s"]["jvm"] for r in n]) / rows
-    wjvm = med([r["cpu_s"]["jvm"] for r in w]) / rows - gen
-    wd = med([r["cpu_s"]["kpl_daemon"] for r in w]) / rows
-    bj = med([r["jvm_cpu_s"] / r["records"] * 1e6 for r in b])
-    bd = med([r["daemon_cpu_s"] / r["records"] * 1e6 for r in b])
-    ax.barh([1], [gen], color="lightgray", label="Spark: read + build rows (noop run)")
-    ax.barh([1], [wjvm], left=[gen], color="tab:green", label="JVM: writer + KPL Java side")
-    ax.barh([0], [bj], color="tab:olive", label="JVM: bare loop + KPL Java side")
-    ax.barh([0, 1], [bd, wd], left=[bj, gen + wjvm], color="tab:purple", label="KPL native daemon")
-    ax.set_yticks([0, 1], ["bare KPL loop", "Spark writer"])
-    ax.set_xlabel("CPU seconds per million 100-byte records (user + sys, medians)")
-    wall = sm.get("ratio_vs_kpl", {}).get("median")
-    cpu = sm.get("cpu_ratio_vs_kpl", {}).get("median")
-    ax.set_title(f"Writer vs bare KPL loop: wall throughput {wall:.2f}x, CPU (net of Spark) {cpu:.2f}x")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return _save(fig, img, "bench-overhead.png")
-
-
-def _bp_series(run: dict[str, Any]) -> dict[str, list[float]]:
-    s = run["samples"]
-    t = [x["t"] for x in s]
-    rate = [0.0] + [(b["sent"] - a["sent"]) / max(1e-3, b["t"] - a["t"]) for a, b in zip(s, s[1:])]
-    t0 = s[0]["mono"] - s[0]["t"] if s else 0.0
-    f = [x for x in run.get("front", []) if x["mono"] >= t0]  # from the query's start
-    ft = [x["mono"] - t0 for x in f]
-    link = [0.0] + [
-        (b["admitted_bytes"] - a["admitted_bytes"]) / max(1e-3, b["mono"] - a["mono"]) / 2**20 for a, b in zip(f, f[1:])
-    ]
-    return {
-        "t": t,
-        "rate": rate,
-        "ft": ft,
-        "link": link,
-        "out_rec": [x["outstanding_records"] for x in s],
-        "out_mib": [x["outstanding_bytes"] / 2**20 for x in s],
-        "rss": [x["kpl_rss"] / 2**20 for x in s],
-        "heap": [x["heap_used"] / 2**20 for x in s],
-        "failed": [x["failed"] for x in s],
-    }
-
-
-def plot_backpressure(result: dict[str, Any], img: Path) -> list[Path]:
-    bp = result.get("backpressure")
-    if not bp:
-        return []
-    plt = _plt()
-    cap = result["config"].get("bp_shards", 2)
-    series = {k: _bp_series(v) for k, v in bp.items()}
-    out = []
-
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
-    for k, s in series.items():
-        c = BP_COLORS.get(k)
-        a1.plot(s["ft"], s["link"], color=c, label=k, lw=1)
-        a2.plot(s["t"], s["rate"], color=c, label=k, lw=1)
-        _mark_end(a1, bp[k], s, c)
-        _mark_end(a2, bp[k], s, c)
-    a1.axhline(cap, color="black", ls="--", lw=0.8, label=f"link capacity ({cap} shards x 1 MiB/s)")
-    a1.set_ylabel("MiB/s into Kinesis\n(admitted at the shard limits)")
-    a2.set_ylabel("records/s confirmed\n(KPL callbacks)")
-    a2.set_xlabel("seconds")
-    a1.legend(fontsize=8, loc="upper right")
-    fig.suptitle("Backpressure: throughput behind enforced shard limits (source ~5x faster than the link)")
-    fig.tight_layout()
-    out.append(_save(fig, img, "bench-backpressure-throughput.png"))
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
-    panels = (
-        ("out_rec", "outstanding records (KPL count, log)", True),
-        ("out_mib", "outstanding payload MiB (log)", True),
-        ("rss", "KPL daemon RSS, MiB", False),
-        ("heap", "JVM heap used, MiB", False),
-    )
-    for ax, (key, label, log) in zip(axes.flat, panels):
-        for k, s in series.items():
-            ax.plot(s["t"], s[key], color=BP_COLORS.get(k), label=k, lw=1)
-            _mark_end(ax, bp[k], s, BP_COLORS.get(k))
-        if log:
-            ax.set_yscale("symlog", linthresh=1 if key == "out_rec" else 0.01)
-            ax.set_ylim(bottom=0)
-        ax.set_ylabel(label)
-    for k, v in bp.items():
-        lim = v["limits"]
-        if k == "queue_limit":
-            axes[0][0].axhline(lim["queue_limit"], color=BP_COLORS[k], ls="--", lw=0.8)
-        if k == "max_outstanding_bytes":
-            axes[0][1].axhline(lim["max_outstanding_bytes"] / 2**20, color=BP_COLORS[k], ls="--", lw=0.8)
-    axes[0][0].legend(fontsize=8)
-    for ax in axes[1]:
-        ax.set_xlabel("seconds")
-    fig.suptitle(
-        "Backpressure: what is held in flight, and the memory it takes (dashed: the limit; dotted: the query failed)"
-    )
-    fig.tight_layout()
-    out.append(_save(fig, img, "bench-backpressure-memory.png"))
-    return out
-
-
-def _shard_axis(ax: Any, label: str) -> None:
-    ax.set_xscale("log", base=2)
-    ax.set_xticks([4, 16, 64, 256], ["4", "16", "64", "256"])
-    ax.set_xlabel(label)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-
-
-def plot_scale(result: dict[str, Any], img: Path) -> Path | None:
-    """CPU per record (net) and link use against shards, one column per record size, a line per executor count."""
-    runs = result.get("scale_runs")
-    if not runs:
-        return None
-    agg = [r for r in runs if r["variant"] == "writer_kpl"]
-    runs = [r for r in runs if r["variant"] == "writer"]
-    plt = _plt()
-    sizes = sorted({r["payload"] for r in runs})
-    fig, axes = plt.subplots(2, len(sizes), figsize=(5 * len(sizes), 7.5), squeeze=False)
-    labels = {100: "100 B", 1024: "1 KiB", 102400: "100 KiB"}
-    for col, size in enumerate(sizes):
-        for e, color in ((1, "tab:blue"), (2, "tab:orange")):
-            pts = sorted((r["shards"], r) for r in runs if r["payload"] == size and r["executors"] == e)
-            if not pts:
-                continue
-            xs = [x for x, _ in pts]
-            name = f"{e} executor{'s' if e > 1 else ''}"
-            axes[0][col].plot(xs, [r["cpu_s_per_m_net"] for _, r in pts], "o-", color=color, label=name)
-            axes[1][col].plot(xs, [100 * (r["link_use"] or 0) for _, r in pts], "o-", color=color, label=name)
-            pts = sorted((r["shards"], r) for r in agg if r["payload"] == size and r["executors"] == e)
-            if pts:  # aggregation="kpl"
-                xs, name = [x for x, _ in pts], f"{name}, aggregation='kpl'"
-                axes[0][col].plot(xs, [r["cpu_s_per_m_net"] for _, r in pts], "s--", color=color, label=name)
-                axes[1][col].plot(xs, [100 * (r["link_use"] or 0) for _, r in pts], "s--", color=color, label=name)
-        link = runs[0]["link_bytes_per_s"] if size == runs[0]["payload"] else None
-        link = next(r["link_bytes_per_s"] for r in runs if r["payload"] == size) if link is None else link
-        axes[0][col].set_title(f"{labels.get(size, f'{size} B')} records, link {link / 2**20:g} MiB/s over the shards")
-        axes[0][col].set_ylabel("CPU-s per million records (net of Spark)")
-        axes[1][col].set_ylabel("link use, % (steady middle of the run)")
-        axes[1][col].axhline(97, color="grey", ls="--", lw=0.8)
-        for row in (0, 1):
-            _shard_axis(axes[row][col], "shards")
-    fig.suptitle("Writer cost and link use as the shards per daemon grow (fault front quotas, kinesalite)")
-    fig.tight_layout()
-    return _save(fig, img, "bench-scale.png")
-
-
-def plot_scale_unthrottled(result: dict[str, Any], img: Path) -> Path | None:
-    """Without quotas: CPU per record and rate of one executor against shards, id as key and partitioner=fixed."""
-    free = [r for r in result.get("scale_free_runs", []) if r["executors"] == 1]
-    if not free:
-        return None
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    series = (("writer", "id as key", "tab:blue"), ("writer_fixed", 'partitioner="fixed"', "tab:green"))
-    for variant, label, color in series:
-        shards = sorted({r["shards"] for r in free if r["variant"] == variant})
-        if not shards:
-            continue
-        for ax, key in ((axes[0], "cpu_s_per_m_net"), (axes[1], "records_per_s")):
-            mids = [
-                _median_spread([r[key] for r in free if r["variant"] == variant and r["shards"] == n])[0]
-                for n in shards
-            ]
-            ax.plot(shards, mids, "o-", color=color, label=label)
-    axes[0].set_ylabel("CPU-s per million records (net of Spark)")
-    axes[1].set_ylabel("records/s")
-    for ax in axes:
-        _shard_axis(ax, "shards (one executor, one KPL daemon)")
-    fig.suptitle("Without quotas: 100 B records from one executor spread over more shards (kinesalite, TLS)")
-    fig.tight_layout()
-    return _save(fig, img, "bench-scale-unthrottled.png")
-
-
-def plot_tuning(result: dict[str, Any], img: Path) -> Path | None:
-    """CPU per record of each tuning variant (daemon and JVM, net of Spark), unthrottled and behind quotas."""
-    t = result.get("tuning")
-    if not t or not t.get("runs"):
-        return None
-    plt = _plt()
-    cfg = t.get("config", {})
-    panels = [(t["runs"], f"unthrottled: 100 B, {cfg.get('shards', '?')} shards")]
-    if t.get("limited_runs"):
-        shards = cfg.get("limited_shards", "?")
-        panels.append((t["limited_runs"], f"behind shard quotas: 1 KiB, {shards} shards at 1 MiB/s"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 0.5 * len(t["variants"]) + 2), squeeze=False)
-    for ax, (runs, title) in zip(axes[0], panels):
-        names = list(dict.fromkeys(r["name"] for r in runs))[::-1]
-        for y, name in enumerate(names):
-            xs = [r["cpu_s_per_m_net"] for r in runs if r["name"] == name]
-            mid, lo, hi = _median_spread(xs)
-            color = "tab:grey" if name == "defaults" else ("tab:purple" if "vDSO" in name else "tab:blue")
-            ax.barh(y, mid, xerr=[[lo], [hi]], color=color, capsize=3)
-            daemon = [r["daemon_cpu_s_per_m"] for r in runs if r["name"] == name and "daemon_cpu_s_per_m" in r]
-            if daemon:
-                ax.barh(y, _median_spread(daemon)[0], color="black", alpha=0.25, height=0.4)
-        ax.set_yticks(range(len(names)), names, fontsize=8)
-        ax.set_xlabel("CPU-s per million records, net of Spark (shaded: the KPL daemon's part)")
-        ax.set_title(title)
-        ax.grid(axis="x", alpha=0.3)
-    fig.suptitle("One KPL setting changed at a time against the writer's defaults (median, min–max)")
-    fig.tight_layout()
-    return _save(fig, img, "bench-tuning.png")
-
-
-def _mark_end(ax: Any, run: dict[str, Any], s: dict[str, list[float]], color: str | None) -> None:
-    if run.get("error") and s["t"]:
-        ax.axvline(s["t"][-1], color=color, ls=":", lw=1)
-
-
-def _save(fig: Any, img: Path, name: str) -> Path:
-    img.mkdir(parents=True, exist_ok=True)
-    path = img / name
-    fig.savefig(path, dpi=110)
-    _plt().close(fig)
-    return path
+    return charts.draw(load(), IMG)
 
 
 def main() -> int:
     parts = load()
     for part in write_docs(parts):
         print(f"bench: docs/benchmarks.md: {part} from bench/results/{part}.json (run {parts[part]['run']})")
+    for path in plot():
+        print(f"bench: {path.relative_to(ROOT)} from bench/results")
     print(line(parts))
     return 0
 
