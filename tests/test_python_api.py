@@ -4,11 +4,14 @@ resource the build writes), the docs checked against it without a JVM."""
 from __future__ import annotations
 
 import pickle
+import re
 from pathlib import Path
 
 import pytest
 from spark_kinesis import KinesisWriter, _facts, configure
 from spark_kinesis_testkit.emulator import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SECRETS = {
     "aws_access_key_id": "AKIAPYTESTSECRET0001",
@@ -112,7 +115,24 @@ def test_signature_and_docstring_follow_the_option_table():
     table = _facts.options()
     params = inspect.signature(KinesisWriter).parameters
     assert list(params) == [*table, "kpl"]
-    assert all(p.default is None for p in params.values()), "a keyword's default is the JVM's, shown in the docstring"
+    # help() and Jupyter show each keyword as static tools see it in the stub: typed by its type alone, with the JVM's
+    # default, where the table has one; `<type> | None = None` (left unset) where it has none.
+    stub = dict(
+        re.findall(
+            r"^    (\w+): (\w+(?: \| None)?)$",
+            (ROOT / "python" / "spark_kinesis" / "_writer_options.pyi").read_text(),
+            re.M,
+        )
+    )
+    for o in table.values():
+        p = params[o.name]
+        assert p.default == o.default, (
+            f"{o.name}: the signature shows {p.default!r}, the table's default is {o.default!r}"
+        )
+        if o.name != "stream_name":  # KinesisWriter's positional parameter: not in the stub
+            assert p.annotation == stub[o.name], (
+                f"{o.name}: the signature types it {p.annotation}, the stub {stub[o.name]}"
+            )
     doc = inspect.getdoc(KinesisWriter) or ""
     for o in table.values():
         line = next((x for x in doc.splitlines() if x.startswith(f"- ``{o.name}`` ")), None)

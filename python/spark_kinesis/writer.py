@@ -10,6 +10,7 @@ import), and the types static tools see: ``_writer_options.pyi``, written by too
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Union
 
@@ -41,16 +42,35 @@ def _check(name: str, value: Any) -> None:
 
 
 class KinesisWriter:
-    """Writes each row of a streaming DataFrame to Kinesis through the KPL.
+    """Writes each row of a streaming DataFrame to Kinesis through the KPL, with a bounded queue.
 
-    Use it with ``df.writeStream.foreach(KinesisWriter(...))`` after ``import spark_kinesis``; on a Spark
-    Connect session that becomes the ``kinesis`` sink with the same options. ``options()`` gives the
-    same settings for ``format("kinesis")`` (streaming, or batch ``df.write...mode("append").save()``).
-    Columns: ``data`` (binary or string, required), ``partitionKey`` (string; or set
-    ``partitioner``), optional ``explicitHashKey`` and ``streamName``.
+    Example: ``configure()`` adds the jars this package carries to the session it builds, and ``import
+    spark_kinesis`` lets ``foreach`` take a writer::
 
-    Every option is checked here and again, with the schema, in the JVM before the query starts
-    (docs/configuration.md has the full table). The options, from the JVM's option table:
+        from pyspark.sql import SparkSession
+        import spark_kinesis
+        from spark_kinesis import KinesisWriter
+
+        spark = spark_kinesis.configure(SparkSession.builder).getOrCreate()
+        events = spark.readStream.schema("user_id STRING, action STRING").json("s3://my-bucket/events/")
+        query = (
+            events.selectExpr("user_id AS partitionKey", "to_json(struct(*)) AS data")
+            .writeStream.foreach(KinesisWriter(stream_name="events", region="us-east-1"))
+            .option("checkpointLocation", "s3://my-bucket/checkpoints/events")
+            .start()
+        )
+
+    On a Spark Connect session ``foreach(KinesisWriter(...))`` becomes the ``kinesis`` sink with the same options.
+    ``options()`` gives the same settings for ``format("kinesis")`` (streaming, or batch
+    ``df.write...mode("append").save()``). Columns: ``data`` (binary or string, required), ``partitionKey``
+    (string; or set ``partitioner``), optional ``explicitHashKey`` and ``streamName``.
+
+    The bound is on by default: each executor keeps at most ``queue_limit`` records and ``max_outstanding_bytes``
+    bytes of a stream unconfirmed, and a task waits for room before it writes more (how to size them: "Sizing
+    queue_limit" in docs/configuration.md).
+
+    Every option is checked here and again, with the schema, in the JVM before the query starts (docs/configuration.md
+    has each option's range, and what a mistake says). The options, from the JVM's option table:
 
     {options}
     - ``kpl`` (dict): KPL settings under their exact ``KinesisProducerConfiguration`` names.
@@ -175,13 +195,35 @@ class KinesisWriter:
         )
 
 
+def _docs_url() -> str | None:
+    """Where the docs are online: the package's ``Documentation`` URL (pyproject.toml's ``[project.urls]``, the one
+    place that names it), or None where the package is not installed (a bare checkout on ``sys.path``)."""
+    from importlib import metadata
+
+    try:
+        urls = metadata.metadata("spark-kinesis").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        return None
+    found = (url.strip() for label, _, url in (u.partition(",") for u in urls) if label.strip() == "Documentation")
+    return next(found, None)
+
+
+def _linked(text: str, docs: str | None) -> str:
+    """``text`` with each ``docs/<page>.md`` made a link under ``docs``: the wheel carries no docs/ folder."""
+    return text if docs is None else re.sub(r"\bdocs/(?=[\w-]+\.md\b)", docs.rstrip("/") + "/", text)
+
+
 def _document() -> None:
     """``KinesisWriter``'s signature and docstrings from the facts resource (left as they are without it: a source
-    checkout before ``make jar``, where constructing a writer says what to build)."""
+    checkout before ``make jar``, where constructing a writer says what to build). An option with a default shows it
+    in the signature and is typed by its type alone, as the stub for static tools (``_writer_options.pyi``) types it;
+    one without takes None, which leaves it unset."""
+    docs = _docs_url()
     try:
         table, totals = _facts.options(), _facts.totals()
     except FileNotFoundError:
-        KinesisWriter.__doc__ = (KinesisWriter.__doc__ or "").replace("{options}", "- (the option table: ``make jar``)")
+        text = (KinesisWriter.__doc__ or "").replace("{options}", "- (the option table: ``make jar``)")
+        KinesisWriter.__doc__ = _linked(text, docs)
         return
 
     def shown(o: _facts.Option) -> str:
@@ -189,7 +231,7 @@ def _document() -> None:
         return f"- ``{o.name}`` ({o.type.__name__}{default}): {o.doc}"
 
     options = "\n    ".join(map(shown, table.values()))
-    KinesisWriter.__doc__ = (KinesisWriter.__doc__ or "").replace("{options}", options)
+    KinesisWriter.__doc__ = _linked((KinesisWriter.__doc__ or "").replace("{options}", options), docs)
     doc = "\n        ".join(f"- ``{t['name']}`` ({t['unit']}): {t['description']}" for t in totals)
     KinesisWriter.metrics.__doc__ = (KinesisWriter.metrics.__doc__ or "").replace("{totals}", doc)
     P = inspect.Parameter
@@ -199,6 +241,8 @@ def _document() -> None:
     ]
     params += [
         P(o.name, P.KEYWORD_ONLY, default=None, annotation=f"{o.type.__name__} | None")
+        if o.default is None
+        else P(o.name, P.KEYWORD_ONLY, default=o.default, annotation=o.type.__name__)
         for o in table.values()
         if o.name != "stream_name"
     ]
