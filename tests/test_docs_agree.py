@@ -148,18 +148,7 @@ def test_the_readme_says_how_long_the_demo_takes_once() -> None:
 #: Documents that still give the demo a length of their own, each with what it says (issue 83). Each entry is expected
 #: to fail; once its document drops its figure for a link to the README, it passes, which fails the run (strict)
 #: until the entry goes.
-DEMO_LENGTH_PENDING = {"docs/development.md": "its `make demo` row says '~75 s of runs'"}
-
-
-def each_document() -> list[object]:
-    docs: list[object] = []
-    for doc in map(name, documents()):
-        why = DEMO_LENGTH_PENDING.get(doc)
-        docs.append(doc if why is None else pytest.param(doc, marks=pytest.mark.xfail(strict=True, reason=why)))
-    return docs
-
-
-@pytest.mark.parametrize("doc", each_document())
+@pytest.mark.parametrize("doc", [name(d) for d in documents()])
 def test_no_document_gives_the_demo_another_length(doc: str) -> None:
     home = demo_lengths((ROOT / DEMO_HOME).read_text())
     assert home, f"{DEMO_HOME} does not say how long `make demo` takes"

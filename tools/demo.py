@@ -1,4 +1,4 @@
-"""make demo: why the writer needs a bound, in about a minute, on the embedded Kinesis.
+"""make demo: why the writer needs a bound, on the embedded Kinesis (README.md says how long it runs).
 
 The same query runs twice, side by side, on one Spark session: text files of ids -> ~1 KiB JSON
 records -> KinesisWriter -> the fault front (per-shard quotas, as real Kinesis enforces them) ->
