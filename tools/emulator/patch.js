@@ -18,7 +18,7 @@ const patches = [
   {
     // PutRecords: kinesis-mock groups a request's records by (shard, the records the shard already holds), so each
     // entry hashes every record stored in its shard: a put costs the shard's length, and a test's emulator CPU grows
-    // with the square of its records per shard (docs/development.md has the figures).
+    // with the square of its records per shard.
     // The key hashes by its shard alone. Grouping is unchanged: within one request a shard's entries carry the same
     // stored-records instance, and the key's equality still compares both parts (the records by reference first).
     name: "PutRecords' grouping key",
@@ -30,7 +30,7 @@ const patches = [
     // new String(char[], offset, count) in its Scala.js runtime: it appends the chars one at a time, so a string of n
     // chars is a chain of n concatenations that the garbage collector copies until it is read. Every record's data goes
     // through it (its base64 both ways), so a 3 MiB PutRecord made hundreds of MB of heap and spent more than half its
-    // CPU in the collector (docs/development.md has the figures). The same string, built from slices of the array.
+    // CPU in the collector. The same string, built from slices of the array.
     name: "String from chars",
     old:
       "  while ((i !== end)) {\n    result = (result + (\"\" + $cToS(value.a[i])));\n    i = ((1 + i) | 0);\n  }\n  return result;",
