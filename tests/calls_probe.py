@@ -3,13 +3,16 @@ its own stream through ``format("kinesis")`` or ``foreach``: what Kinesis' contr
 test's fault front, by stream. Consecutive runs with the same count of executors share one application (its executors
 start once; a query's writers and daemons are its stream's own either way).
 
-Run through tests/probe.py. Config: runs (a list of {executors, entry, stream, input, checkpoint, metrics_dir}; runs
-that share an application share its metrics_dir, the first's), writer_options (the fault front's endpoint, no
+Run through tests/probe.py. Config: runs (a list of {executors, entry, stream, input, checkpoint, metrics_dir, and
+optionally steady_s: a query that keeps writing for that long instead of the input's files}; runs that share an
+application share its metrics_dir, the first's), writer_options (the fault front's endpoint, no
 credentials on a command line), jars. Says RAN per run, with the executors registered, the micro-batches written and
-the writer's totals (``writer.metrics()`` or the progress's sink metrics); then DONE.
+the writer's totals (``writer.metrics()`` or the progress's sink metrics) and how long the query ran; then DONE.
 """
 
 from __future__ import annotations
+
+import time
 
 import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
@@ -32,22 +35,44 @@ def main() -> None:
                 spark.sparkContext.setLogLevel("ERROR")
             sc = spark.sparkContext._jsc.sc()  # its executors' memory status counts the driver too
             poll(f"{e} executors registered", lambda sc=sc, e=e: sc.getExecutorMemoryStatus().size() == e + 1, 180.0)
-            df = (
-                spark.readStream.schema("id LONG, pk STRING, b64 STRING")
-                .option("maxFilesPerTrigger", 1)
-                .json(run["input"])
-                .repartition(2 * e)  # every executor writes in every batch
-                .select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
-            )
+            steady_s = run.get("steady_s")
+            if steady_s is None:
+                df = (
+                    spark.readStream.schema("id LONG, pk STRING, b64 STRING")
+                    .option("maxFilesPerTrigger", 1)
+                    .json(run["input"])
+                    .repartition(2 * e)  # every executor writes in every batch
+                    .select(F.col("pk").alias("partitionKey"), F.unbase64("b64").alias("data"))
+                )
+            else:  # a query that keeps writing: 200 rows a second over every executor
+                df = (
+                    spark.readStream.format("rate-micro-batch")
+                    .option("rowsPerBatch", 200)
+                    .option("numPartitions", 2 * e)
+                    .load()
+                    .select(
+                        (F.col("value") % 97).cast("string").alias("partitionKey"),
+                        F.col("value").cast("string").alias("data"),
+                    )
+                )
             writer = KinesisWriter(stream_name=run["stream"], **cfg["writer_options"])
             w = df.writeStream
             w = w.foreach(writer) if run["entry"] == "foreach" else w.format("kinesis").options(**writer.options())
-            q = w.option("checkpointLocation", run["checkpoint"]).trigger(availableNow=True).start()
-            q.awaitTermination()
+            w = w.option("checkpointLocation", run["checkpoint"])
+            started = time.monotonic()
+            if steady_s is None:
+                q = w.trigger(availableNow=True).start()
+                q.awaitTermination()
+            else:
+                q = w.trigger(processingTime="1 second").start()
+                q.awaitTermination(steady_s)
+                q.stop()
+            ran_s = round(time.monotonic() - started, 1)
             batches = sum(1 for p in q.recentProgress if p["numInputRows"] > 0)
             totals = writer.metrics() if run["entry"] == "foreach" else sink_totals(q)
             registered = sc.getExecutorMemoryStatus().size() - 1
-            probe.say("RAN", {"executors": e, "registered": registered, "batches": batches, "totals": totals})
+            said = {"executors": e, "registered": registered, "batches": batches, "totals": totals, "ran_s": ran_s}
+            probe.say("RAN", said)
             if i + 1 == len(runs) or runs[i + 1]["executors"] != e:
                 spark.stop()
                 spark = None

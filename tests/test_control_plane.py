@@ -165,3 +165,59 @@ def _assert_read_by_the_driver_alone(calls: dict[str, int], totals: dict[str, in
     driver = sum(v for k, v in calls.items() if k.endswith("/driver"))
     assert (totals["driverControlPlaneCalls"], totals["driverControlPlaneThrottles"]) == (driver, 0), totals
     assert (totals["controlPlaneCalls"], totals["controlPlaneThrottles"]) == (0, 0), totals
+
+
+STEADY_INTERVAL_MS, STEADY_S = 10_000, 35  # three and a half of the daemons' intervals, shortened for the test
+
+
+@pytest.mark.e2e
+@pytest.mark.fleet
+@pytest.mark.spark35_leg  # line-independent (the reads and where they run)
+def test_steady_control_plane_calls_do_not_grow_with_executors(kinesis, stream, tmp_path):
+    """A query that keeps writing for several of `DescribeStreamSummaryIntervalMs` (10 s here), on 2 and then 4
+    executor JVMs: the driver re-reads the stream for its executors (every half interval), and neither the executors'
+    writers nor their KPL daemons (told the stream places by key, so they re-read once a day) call
+    `DescribeStreamSummary`; so the steady calls a minute are the driver's, the same with 2 executors as with 4.
+    Before, each daemon asked every interval: a call per executor and interval, growing with the fleet."""
+    runs = []
+    for e in (2, 4):
+        name = f"{stream}-steady-{e}"
+        kinesis.create_stream(name, 4)
+        (tmp_path / f"metrics-{e}").mkdir()
+        runs.append(
+            {
+                "executors": e,
+                "entry": "format",
+                "stream": name,
+                "input": "",
+                "steady_s": STEADY_S,
+                "checkpoint": str(tmp_path / f"ckpt-{name}"),
+                "metrics_dir": str(tmp_path / f"metrics-{e}"),
+            }
+        )
+    with FaultFront(f"http://127.0.0.1:{kinesis.plain_port}") as front:
+        options = {
+            **kinesis.writer_options(DescribeStreamSummaryIntervalMs=STEADY_INTERVAL_MS),
+            "endpoint": front.endpoint,
+        }
+        cfg = {"runs": runs, "writer_options": options, "jars": session_jars()}
+        result = run_probe("calls_probe.py", cfg, tmp_path, timeout_s=600)
+        calls = {r["executors"]: front.control_plane_calls(stream=r["stream"]) for r in runs}
+    said = {s["executors"]: s for s in result.all("RAN")}
+    per_minute = {
+        e: {k: round(v * 60 / said[e]["ran_s"], 1) for k, v in c.items() if k.startswith("DescribeStreamSummary/")}
+        for e, c in calls.items()
+    }
+    print(f"\nsteady DescribeStreamSummary a minute over {STEADY_S} s, interval {STEADY_INTERVAL_MS} ms: {per_minute}")
+    for e, c in calls.items():
+        assert said[e]["registered"] == e and said[e]["batches"] >= STEADY_S // 2, said[e]
+        assert said[e]["totals"]["recordsSent"] > 0, said[e]
+        # The executors' side: their writers and daemons, by User-Agent.
+        executors = {k: v for k, v in c.items() if k.startswith("DescribeStreamSummary/") and not k.endswith("/driver")}
+        assert executors == {}, f"{e} executors asked DescribeStreamSummary themselves: {c}"
+        # The driver's re-reads ran through the interval: its start check and one at least every half interval.
+        assert c.get("DescribeStreamSummary/driver", 0) >= STEADY_S * 1000 // STEADY_INTERVAL_MS, c
+    two, four = (per_minute[e].get("DescribeStreamSummary/driver", 0.0) for e in (2, 4))
+    assert abs(two - four) <= 60 * 1000 / STEADY_INTERVAL_MS, (
+        f"the driver's calls a minute grew with executors: {per_minute}"
+    )

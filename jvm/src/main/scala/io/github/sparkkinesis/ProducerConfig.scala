@@ -63,6 +63,14 @@ private[sparkkinesis] object Aggregation {
 
   /** The daemon's RecordMaxBufferedTime when the writer aggregates (at most the user's). */
   val DaemonBufferMs = 1L
+
+  /** How often a daemon told its stream places by key re-reads the stream's strategy, when the writer aggregates: once
+    * a day, not every `DescribeStreamSummaryIntervalMs`. Such a daemon places nothing itself (its aggregation is off),
+    * so what the strategy says changes nothing it sends (an AUTO stream ignores the keys it passes on); the driver
+    * re-reads each stream for every executor ([[DriverLayouts]]). Every daemon asking each interval would be one call
+    * per executor and stream against the account's 20 a second (docs/configuration.md, "Large fleets").
+    */
+  val DaemonStrategyRereadMs: Long = 24L * 60 * 60 * 1000
 }
 
 /** The KPL-facing part of the options: two writers with equal configs share one KPL daemon. */
@@ -106,7 +114,9 @@ private[sparkkinesis] final case class ProducerConfig(
         "AggregationEnabled" -> "false",
         "FailIfThrottled" -> "true",
         "RecordMaxBufferedTime" -> math.min(Aggregation.DaemonBufferMs, kpc.getRecordMaxBufferedTime).toString
-      )
+      ) ++ (if (s.get(KplSettings.StrategyDefault).contains("USER_PARTITION_KEY"))
+              Map("DescribeStreamSummaryIntervalMs" -> Aggregation.DaemonStrategyRereadMs.toString)
+            else Map.empty)
   }
 
   override def toString: String = {

@@ -293,6 +293,18 @@ class AggregationSuite extends AnyFunSuite {
     assert(!daemon("kpl").contains("FailIfThrottled"))
   }
 
+  test("a daemon told its stream places by key re-reads the strategy once a day when the writer aggregates") {
+    def interval(agg: String, extra: Map[String, String] = Map.empty) =
+      options(
+        Map("aggregation" -> agg, "kpl.DescribeStreamSummaryIntervalMs" -> "60000") ++ extra
+      ).producer.daemonSettings
+        .get("DescribeStreamSummaryIntervalMs")
+    val told = Map("kpl.RecordDistributionStrategyDefault" -> "USER_PARTITION_KEY")
+    assert(interval("writer", told).contains("86400000"))
+    assert(interval("writer").contains("60000"), "not told (an AUTO stream, or not read yet): it asks as configured")
+    assert(interval("kpl", told).contains("60000"), "the KPL's own aggregation places records: it must ask")
+  }
+
   test("AggregationMaxCount seals; a record too big for an aggregate goes alone; AUTO streams get no aggregates") {
     val fakes = new FakePool
     val w = writerAgg(fakes, Map("kpl.AggregationMaxCount" -> "3", "kpl.AggregationMaxSize" -> "200"))
