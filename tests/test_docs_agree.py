@@ -72,7 +72,7 @@ def stub_defaults() -> dict[str, int]:
     found = {}
     for option in BOUND:
         doc = re.search(rf'^    {option}: int\n    """(.*?)"""', stub, re.M | re.S)
-        default = re.search(r"Default: (\d+)\.", doc.group(1)) if doc is not None else None
+        default = re.search(r"Default:\s+(\d+)\.", doc.group(1)) if doc is not None else None
         assert default is not None, f"_writer_options.pyi states no default for {option}"
         found[option] = int(default.group(1))
     return found

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import wait_for
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
-from spark_kinesis_testkit.emulator import UserRecord, read_stream
+from spark_kinesis_testkit.emulator import UserRecord, producer_snapshot, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import read_stream_kcl
 from spark_kinesis_testkit.ordering import Order, order_of
@@ -147,3 +148,82 @@ def test_without_ordered_the_same_faults_reorder_keys(spark, kinesis, kcl, front
     plain, by_kcl = read_both(kinesis, kcl, stream)
     print(f"\nunordered: {stats}; plain reader {plain}; KCL {by_kcl}")
     assert plain.inversions > 0 and by_kcl.inversions > 0, (plain, by_kcl)
+
+
+RESHARD_KEYS, PER_KEY_STEP = 100, 12  # a step: 1,200 records, 12 of each key
+
+
+def write_step_file(directory: Path, step: int) -> None:
+    """Step ``step``: each key's next PER_KEY_STEP records, shuffled (the sink's sort puts each key's in order)."""
+    rows = [
+        (f"k{j}", seq, body(f"k{j}", seq))
+        for j in range(RESHARD_KEYS)
+        for seq in range(step * PER_KEY_STEP, (step + 1) * PER_KEY_STEP)
+    ]
+    random.Random(step).shuffle(rows)
+    tmp = directory / f".part-{step:03d}.tmp"
+    tmp.write_text("".join(json.dumps({"pk": k, "seq": q, "data": d.decode()}) + "\n" for k, q, d in rows))
+    tmp.rename(directory / f"part-{step:03d}.json")  # whole, or not seen by the file source
+
+
+@pytest.mark.e2e
+def test_reshards_racing_every_map_keep_each_keys_order(spark, kinesis, kcl, front, stream, tmp_path):
+    """A split, a merge, UpdateShardCount up and down while a query writes with order_by, each with every producer's
+    shard map held from before it (as tests/test_resharding.py): aggregates built for a parent land in a child not
+    holding all of their records, and the new map's shards must not get a key's later records before its earlier ones
+    are where they belong. Read back parents before children by both readers: no record of a key after a later one."""
+    from test_resharding import EVENTS, open_shards, reshard
+
+    source = tmp_path / "in"
+    source.mkdir()
+    client = kinesis.client()
+    opts = KinesisWriter(
+        stream_name=stream, order_by="seq", **kinesis.writer_options(front.endpoint, RecordMaxBufferedTime=200)
+    ).options()
+    write_step_file(source, 0)
+    df = spark.readStream.schema("pk string, seq int, data string").option("maxFilesPerTrigger", 1).json(str(source))
+    q = (
+        df.select(F.col("pk").alias("partitionKey"), "seq", "data")
+        .writeStream.format("kinesis")
+        .options(**opts)
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    per_step = RESHARD_KEYS * PER_KEY_STEP
+
+    def rows_in() -> int:
+        assert q.exception() is None, q.exception()
+        return sum(p["numInputRows"] for p in q.recentProgress)
+
+    held: dict[str, int] = {}
+    try:
+        wait_for(lambda: rows_in() >= per_step, 120, "the first step written (the producers have read the map)")
+        for step, event in enumerate(EVENTS, 1):
+            before = front.stats()
+            front.hold_shard_maps(stream)
+            reshard(client, stream, event)
+            write_step_file(source, step)
+            wait_for(
+                lambda b=before: front.stats()["held_records"] > b["held_records"],
+                120,
+                f"step {step} under the old map",
+            )
+            front.release_shard_maps(stream)
+            held[event] = front.stats()["held_records"] - before["held_records"]
+            wait_for(lambda s=step: rows_in() >= (s + 1) * per_step, 180, f"step {step} ({event}) written")
+        q.processAllAvailable()
+    finally:
+        front.release_shard_maps(stream)
+        q.stop()
+    producer = next(p for p in producer_snapshot(spark) if p.source.endswith(f".{stream}"))
+    # The race happened: records went out by a lagging map at every step, and aggregates landed where not built for.
+    assert len(open_shards(client, stream)) == 4 and all(n > 0 for n in held.values()), (held, front.stats())
+    assert producer.misplaced_aggregates > 0 and producer.resent_records > 0, producer
+    n = (len(EVENTS) + 1) * per_step
+    plain, by_kcl = read_stream(client, stream), read_stream_kcl(client, stream, kcl)
+    for records in (plain, by_kcl):
+        assert len({key_and_seq(r) for r in records}) == n, "records missing"
+    orders = order_of(plain, key_and_seq), order_of(by_kcl, key_and_seq)
+    print(f"\nreshards, ordered: held={held} {producer}; plain reader {orders[0]}; KCL {orders[1]}")
+    assert orders[0].inversions == 0 and orders[1].inversions == 0, orders

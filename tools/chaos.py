@@ -1,9 +1,10 @@
 """make chaos: every fault at once, on a seeded schedule, while two streaming queries write; every id accounted for.
 
-Two queries on ``local-cluster[2,1,1024]`` (two executor JVMs) write a steady stream of ids, each its own partition key,
-to two 4-shard streams behind the fault front's shard quotas, both with skip on replay (``dedupe_location``):
-``format("kinesis")`` keeping its fingerprints on S3 (moto's S3 through ``s3a://``, hadoop-aws on the class path as on
-EMR), and ``foreach(KinesisWriter)`` keeping them on ``file://``. A schedule drawn from ``CHAOS_SEED`` injects, in lanes
+Two queries on ``local-cluster[2,1,1024]`` (two executor JVMs) write a steady stream of ids to two 4-shard streams
+behind the fault front's shard quotas, both with skip on replay (``dedupe_location``): ``format("kinesis")`` keeping
+each key's order (``order_by``: 64 keys, each id ``i`` under key ``i % 64``) and its fingerprints on S3 (moto's S3
+through ``s3a://``, hadoop-aws on the class path as on EMR), and ``foreach(KinesisWriter)`` unordered, each id its own
+partition key, keeping them on ``file://``. A schedule drawn from ``CHAOS_SEED`` injects, in lanes
 that overlap one another: throttling bursts (the quotas cut to an eighth), HTTP 500s and partial ``PutRecords``
 failures, connection resets, latency spikes, full outages shorter than ``RecordTtl``, KPL daemon kills, executor kills,
 query stops and restarts from the checkpoint, splits, merges and ``UpdateShardCount`` up and down (each with every
@@ -11,7 +12,8 @@ producer's shard map held from before it for a few seconds: the race made on pur
 again from its checkpoint, and its error is kept.
 
 At the end every id of every committed batch is read back by a plain reader and by the KCL's own deaggregation
-(``tools/kcl``), record by record (id, data, partition key). **Pass:** 0 missing for both readers, duplicates within
+(``tools/kcl``), record by record (id, data, partition key). **Pass:** 0 missing for both readers, for the ordered
+query no record of a key after a later one (each reader walking parents before children), duplicates within
 the bound docs/reliability.md states (per executor or daemon killed and per query restart, what skip on replay cannot
 see; plus the records re-sent after a reshard), heap after GC (driver and executors) and KPL daemon RSS flat as
 ``make soak`` judges them, and every query running at the end.
@@ -20,7 +22,7 @@ Knobs: ``CHAOS_MINUTES`` (20), ``CHAOS_SEED`` (drawn and printed if unset), ``CH
 printed: run exactly those faults, e.g. the minimal schedule before a loss). Writes bench/results/chaos.json (one file,
 overwritten by each run) and docs/img/chaos.png; logs and samples of the run go to .cache/chaos/.
 Last line (p: the plain reader, k: the KCL):
-``chaos: seed=<s> minutes=<m> ids=<n> missing=<p>/<k> duplicates=<p>/<k> bound=<p>/<k> pass=<bool>``
+``chaos: seed=<s> minutes=<m> ids=<n> missing=<p>/<k> duplicates=<p>/<k> bound=<p>/<k> inversions=<p>/<k> pass=<bool>``
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from spark_kinesis_testkit.emulator import (
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import KclDeaggregator, read_stream_kcl
 from spark_kinesis_testkit.moto_server import MotoServer, s3a_jars
+from spark_kinesis_testkit.ordering import order_of
 from spark_kinesis_testkit.procs import find, growth, kill, kpl_daemons, rss_bytes
 from spark_kinesis_testkit.provenance import commit, machine
 
@@ -67,6 +70,7 @@ PLOT = ROOT / "docs" / "img" / "chaos.png"
 WORK = ROOT / ".cache" / "chaos"
 
 SHARDS = 4
+ORDERED_KEYS = 64  # the ordered query's partition keys: id % 64, so each key has several records a batch
 ROWS_PER_BATCH = 200  # per query and trigger (1 s): 200 ids/s per query while batches keep up
 PAD = "x" * 64
 # Per shard: a fifth of Kinesis' quota in records, a sixty-fourth in bytes; a query's ~19 KB/s fills ~30 % of its
@@ -165,6 +169,7 @@ class Query:
     def __init__(self, spark: Any, tag: str, entry: str, stream: str, options: dict[str, Any], clock: Clock) -> None:
         self.spark, self.tag, self.entry, self.stream, self.clock = spark, tag, entry, stream, clock
         self.writer = KinesisWriter(stream_name=stream, **options)
+        self.ordered = "order_by" in options
         self.checkpoint = WORK / "checkpoints" / tag
         self.lock = threading.RLock()
         self.q: Any = None
@@ -180,10 +185,13 @@ class Query:
             .option("numPartitions", 2)
             .load()
             .select(
-                F.col("value").cast("string").alias("partitionKey"),
+                key_column(self.ordered).alias("partitionKey"),
+                F.col("value").alias("seq"),
                 F.concat(F.lit(self.tag + ":"), F.col("value").cast("string"), F.lit(":" + PAD)).alias("data"),
             )
         )
+        if not self.ordered:
+            df = df.drop("seq")
         w = df.writeStream.queryName(self.tag)
         w = w.foreach(self.writer) if self.entry == "foreach" else w.format("kinesis").options(**self.writer.options())
         with self.lock:
@@ -223,6 +231,15 @@ class Query:
     def committed_batches(self) -> list[int]:
         commits = self.checkpoint / "commits"
         return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit()) if commits.exists() else []
+
+
+def key_column(ordered: bool) -> Any:
+    """The partition key of id ``value``: the ordered query's ``value % ORDERED_KEYS``, else the id itself."""
+    return (F.col("value") % ORDERED_KEYS if ordered else F.col("value")).cast("string")
+
+
+def key_of(i: int, ordered: bool) -> str:
+    return str(i % ORDERED_KEYS if ordered else i)
 
 
 def log(line: str) -> None:
@@ -502,11 +519,17 @@ def check(q: Query, records: list[UserRecord], expected: int, faults: list[Fault
     for r in records:
         tag, ident, rest = r.data.decode().split(":", 2)
         i = int(ident)
-        if tag != q.tag or rest != PAD or r.partition_key != ident:
+        if tag != q.tag or rest != PAD or r.partition_key != key_of(i, q.ordered):
             wrong += 1
         counts[i] += 1
     missing = [i for i in range(expected) if counts[i] == 0]
+    order: dict[str, Any] = {}
+    if q.ordered:  # ids of a key are its order: each batch's ids are above the last's, and Spark sorts a batch's
+        seen = order_of(records, lambda r: (r.partition_key, int(r.data.decode().split(":", 2)[1])))
+        inverted = [seq for _, seq, _ in seen.examples]
+        order = {"inversions": seen.inversions, "examples": seen.examples, "by_fault": attribute(q, inverted, faults)}
     return {
+        **({"order": order} if order else {}),
         "missing": len(missing),
         "first_missing": missing[:20],
         "duplicates": sum(c - 1 for i, c in counts.items() if i < expected and c > 1),
@@ -619,7 +642,7 @@ def main() -> int:
                 "format",
                 "format",
                 streams["format"],
-                {**base, "dedupe_location": "s3a://chaos/fingerprints"},
+                {**base, "dedupe_location": "s3a://chaos/fingerprints", "order_by": "seq"},
                 clock,
             ),
             Query(
@@ -724,6 +747,9 @@ def main() -> int:
         r[reader]["duplicates"] <= r["duplicate_bound"][reader] for reader in ("plain", "kcl") for r in results.values()
     )
     wrong = sum(r[k]["wrong_content"] for r in results.values() for k in ("plain", "kcl"))
+    inversions = {
+        k: sum(r[k].get("order", {}).get("inversions", 0) for r in results.values()) for k in ("plain", "kcl")
+    }
     flat = all(g < MAX_GROWTH_MB for g in (*heap_growth.values(), rss_growth))
     ok = (
         missing_plain == 0
@@ -731,6 +757,7 @@ def main() -> int:
         and within
         and flat
         and wrong == 0
+        and inversions == {"plain": 0, "kcl": 0}
         and all(r["healthy_at_end"] for r in results.values())
         and not any(r["unexcused_failures"] for r in results.values())
     )
@@ -777,6 +804,7 @@ def main() -> int:
         "missing_kcl": missing_kcl,
         "duplicates_plain": dup_plain,
         "duplicates_kcl": dup_kcl,
+        "inversions": inversions,
         "heap_growth_mb": heap_growth,
         "kpl_rss_growth_mb": rss_growth,
         "executor_log_lines": executor_log,
@@ -821,7 +849,7 @@ def main() -> int:
         f"chaos: seed={SEED} minutes={minutes:g} ids={sum(r['ids'] for r in results.values())} "
         f"missing={missing_plain}/{missing_kcl} duplicates={dup_plain}/{dup_kcl} "
         f"bound={'/'.join(str(sum(r['duplicate_bound'][k] for r in results.values())) for k in ('plain', 'kcl'))} "
-        f"pass={ok}"
+        f"inversions={inversions['plain']}/{inversions['kcl']} pass={ok}"
     )
     return 0 if ok else 1
 

@@ -12,9 +12,13 @@ class WriterOptions(TypedDict, total=False):
     endpoint: str | None
     """``host[:port]`` or ``https://host[:port]``; default: the region's Kinesis endpoint."""
     queue_limit: int
-    """user records outstanding in the KPL per executor JVM. Default: 10000."""
+    """user records written and not yet confirmed, per executor JVM and stream (the ``boundRecords`` metric).
+    Default: 10000.
+    """
     max_outstanding_bytes: int
-    """payload bytes outstanding in the KPL per executor JVM. Default: 67108864."""
+    """payload bytes written and not yet confirmed, per executor JVM and stream (the ``boundBytes`` metric). Default:
+    67108864.
+    """
     fail_on_error: bool
     """a record the KPL gives up on fails the task. Default: True."""
     partitioner: str | None
@@ -33,9 +37,9 @@ class WriterOptions(TypedDict, total=False):
     """
     ordered: bool
     """keep each key's order: a record never reaches a reader after a record of its partition key (or explicit hash
-    key) that the same task wrote after it, through throttling, failures and retries (not yet across a reshard
-    mid-query). Each shard then has one Kinesis record in flight at a time (docs/reliability.md, "Per-key order");
-    needs ``aggregation='writer'``. Default: False.
+    key) that the same task wrote after it, through throttling, failures, retries and reshards. Each shard then
+    has one Kinesis record in flight at a time (docs/reliability.md, "Per-key order"); needs
+    ``aggregation='writer'``. Default: False.
     """
     order_by: str | None
     """``format('kinesis')`` only: the column(s), comma-separated, that order a key's records (a commit version, a

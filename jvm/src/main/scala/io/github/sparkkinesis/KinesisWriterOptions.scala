@@ -66,16 +66,16 @@ private[sparkkinesis] object KinesisWriterOptions {
   val QueueLimit: OptionSpec = row(
     "queue_limit",
     "int",
-    "user records outstanding in the KPL per executor JVM.",
+    "user records written and not yet confirmed, per executor JVM and stream (the ``boundRecords`` metric).",
     Some("10000"),
-    atLeast1("at least 1 (records outstanding in the KPL per executor JVM)")
+    atLeast1("at least 1 (records outstanding per executor JVM and stream)")
   )
 
   /** 64 MiB: bounds memory for large records, where a record count alone would not. */
   val MaxOutstandingBytes: OptionSpec = row(
     "max_outstanding_bytes",
     "long",
-    "payload bytes outstanding in the KPL per executor JVM.",
+    "payload bytes written and not yet confirmed, per executor JVM and stream (the ``boundBytes`` metric).",
     Some((64L * 1024 * 1024).toString),
     atLeast1("a positive number of bytes")
   )
@@ -110,9 +110,8 @@ private[sparkkinesis] object KinesisWriterOptions {
     "ordered",
     "boolean",
     "keep each key's order: a record never reaches a reader after a record of its partition key (or explicit hash " +
-      "key) that the same task wrote after it, through throttling, failures and retries (not yet across a reshard " +
-      "mid-query). Each shard then has one " +
-      "Kinesis record in flight at a time (docs/reliability.md, \"Per-key order\"); needs ``aggregation='writer'``.",
+      "key) that the same task wrote after it, through throttling, failures, retries and reshards. " +
+      "Each shard then has one Kinesis record in flight at a time (docs/reliability.md, \"Per-key order\"); needs ``aggregation='writer'``.",
     Some("false")
   )
   val OrderBy: OptionSpec = row(

@@ -201,6 +201,6 @@ class OptionsSuite extends AnyFunSuite {
       finally in.close()
     val names = KinesisWriterOptions.table.map(_.name) ++ KplSettings.all.map(_.name) ++ TaskTotals.every.map(_.name)
     assert(names.filterNot(n => text.contains(s""""$n"""")) == Nil)
-    assert(text.contains(""""expected": "at least 1 (records outstanding in the KPL per executor JVM)", "min": 1"""))
+    assert(text.contains(""""expected": "at least 1 (records outstanding per executor JVM and stream)", "min": 1"""))
   }
 }
