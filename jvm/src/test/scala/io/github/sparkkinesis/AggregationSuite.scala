@@ -445,6 +445,36 @@ class AggregationSuite extends AnyFunSuite {
     assert(fakes.pool.live.head.metrics.recordsSent.getCount == 80)
   }
 
+  test("ordered, a map that lags a split: once an aggregate landed elsewhere, the shard's next records go alone") {
+    val fakes = new FakePool
+    val w = writerAgg(fakes, Map("ordered" -> "true", "kpl.RecordMaxBufferedTime" -> "60000"))
+    w.open(0, 0)
+    val p = fakes.last
+    p.metadata.asInstanceOf[FakeMetadata].current = FakeMetadata.even(2) // and so it stays: every read lags
+    val keys = (0 until 40).map(i => s"k$i")
+    keys.foreach(k => w.process(row(k, "1")))
+    fakes.tick(2)
+    assert(p.sent.size == 2)
+    keys.foreach(k => w.process(row(k, "2"))) // gather behind the two in flight
+    // Kinesis answers from the children of a split the map does not know yet.
+    val landed = (r: KinesisRecord) =>
+      "shardId-4-" + FakeMetadata.even(4).shards.indexOf(HashKey.of(r.partitionKey, r.explicitHashKey))
+    p.succeedAll(landed)
+    eventually(p.sent.size == 42)
+    p.succeedAll(landed) // the re-sent records, alone, placed by Kinesis by their own keys
+    val closer = new Thread(() => w.close(null))
+    closer.start()
+    eventually {
+      fakes.tick(1)
+      p.succeedAll(landed)
+      !closer.isAlive
+    }
+    val after = p.sent.asScala.drop(2)
+    assert(after.size == 80, "every record of the shards, once each")
+    assert(after.forall(_.explicitHashKey == null), "no aggregate by the stale map again: a sibling would get it")
+    assert(after.takeRight(40).forall(r => carried(r).head._2 == "2"))
+  }
+
   test("an aggregate confirmed in a merge's child, which holds all of it, is delivered: nothing is sent again") {
     val (fakes, p, meta, closer) = fortyClosing(4)
     eventually(p.sent.size == 4)

@@ -39,7 +39,8 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
   private def go(b: ShardBuffer, a: Aggregate): Unit = {
     a.pacedNanos = b.quota.lastTaken
     b.rule.sent()
-    send(a)
+    if (b.goesAlone) new KeyChains(a.entries, send, () => accepted(a)).start()
+    else send(a)
   }
 
   /** Starts `b`'s gather if its [[SealRule]] says the shard is idle: a ticket seals and sends it when the gather ends

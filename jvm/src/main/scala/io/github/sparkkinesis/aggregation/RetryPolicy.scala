@@ -71,6 +71,7 @@ private[sparkkinesis] final class RetryPolicy(
       if (settings.ordered) pacing.accepted(a)
       Pending.complete(a.entries, Right(r))
     } else if (settings.ordered) {
+      a.buffer.goesAlone = true // its map is stale: the shard's next aggregates would land elsewhere too
       metrics.recordsResent(a.records)
       log.info(
         s"An aggregate of ${a.records} records for shard ${a.shard.id} of stream ${a.stream} landed in " +

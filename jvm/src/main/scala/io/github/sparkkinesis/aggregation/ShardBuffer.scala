@@ -49,6 +49,13 @@ private[sparkkinesis] final class ShardBuffer(
     */
   @volatile private[aggregation] var retired = false
 
+  /** With `ordered`: one of this shard's aggregates landed in a shard not holding all of its records (the map it was
+    * built by is stale), so the rest go as their records alone, each key's in order ([[KeyChains]]), until a new map
+    * replaces this buffer: a second aggregate landing in a sibling shard would put a key's later records where a reader
+    * of that sibling meets them before the earlier ones. Set by [[RetryPolicy]].
+    */
+  @volatile private[aggregation] var goesAlone = false
+
   /** With `ordered`: the new map's buffers wait for this one to drain ([[Handover]]); null when none wait. */
   @volatile private[aggregation] var handover: Handover = null
 
