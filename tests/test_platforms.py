@@ -74,9 +74,9 @@ def test_configure_on_windows_names_wsl2_and_connect() -> None:
         "spark_kinesis has no jars here: pip installed its wheel for platforms the KPL ships no daemon for, and this "
         "machine runs Windows AMD64. The KPL's daemon exists for Linux x86_64 (glibc 2.12 or later); Linux aarch64 "
         "(glibc 2.25 or later, with libuuid); macOS 10.15 or later on x86_64, and on Apple silicon through Rosetta 2; "
-        "there, pip installs the wheel with the jars. On Windows, run Spark in WSL2 (its Linux x86_64 gets the jars: "
-        "pip install spark-kinesis there), or use this Python as a Spark Connect client (SparkSession.builder.remote("
-        "...)) of a server that has the jars."
+        "there, pip installs the wheel with the jars. Run Spark in WSL2 (its Linux x86_64 gets the jars: pip install "
+        "spark-kinesis there), or use this machine as a Spark Connect client (SparkSession.builder.remote(...)) of a "
+        "Spark server on Linux or macOS that has the jars."
     )
     other = no_daemon_message("Linux", "riscv64", coords)
     assert other.endswith(f"or start Spark on one of those platforms with --packages {coords}."), other

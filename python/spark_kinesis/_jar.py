@@ -133,10 +133,7 @@ def no_daemon_message(system: str, machine: str, coordinates: str) -> str:
         f"wheel with the jars. "
     )
     if system == "Windows":
-        return said + (
-            "On Windows, run Spark in WSL2 (its Linux x86_64 gets the jars: pip install spark-kinesis there), or use "
-            "this Python as a Spark Connect client (SparkSession.builder.remote(...)) of a server that has the jars."
-        )
+        return said + str(_facts.facts()["windowsAdvice"])
     return said + (
         "From here, the Python API works as a Spark Connect client (the server needs the jars), or start Spark on one "
         f"of those platforms with --packages {coordinates}."

@@ -45,6 +45,7 @@ private[sparkkinesis] object Facts {
     Seq(
       buildMembers,
       s""""daemonRoot": ${str(Platforms.ResourceRoot)}""",
+      s""""windowsAdvice": ${str(Platforms.WindowsAdvice)}""",
       s""""platforms": ${arr(platforms, "\n  ")}""",
       s""""options": ${arr(options, "\n  ")}""",
       s""""kplSettings": ${arr(KplSettings.all.map(s => str(s.name)))}""",

@@ -46,8 +46,7 @@ private[sparkkinesis] object DaemonCheck {
     else if (here == "windows")
       Some(
         s"This JVM runs on $osName $osArch: the KPL ships no daemon for Windows, so the writer's tasks cannot run " +
-          "here. Run Spark in WSL2 (Linux x86_64: pip install spark-kinesis inside it), or use this machine as a " +
-          "Spark Connect client of a Spark server on Linux or macOS that has the jars"
+          s"here. ${Platforms.WindowsAdvice.stripSuffix(".")}"
       )
     else if (!carried.contains(here))
       Some(

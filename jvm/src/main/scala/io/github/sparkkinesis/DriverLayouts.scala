@@ -5,7 +5,7 @@ import java.time.Duration
 import org.slf4j.LoggerFactory
 import io.github.sparkkinesis.shaded.awssdk.auth.credentials.AwsCredentialsProvider
 
-import io.github.sparkkinesis.aggregation.{ShippedLayout, StreamLayout, StreamLayouts}
+import io.github.sparkkinesis.aggregation.{ShippedLayout, StreamLayout}
 
 /** A query's fixed stream as the driver reads it, shipped with each write (each micro-batch's or epoch's writer
   * factory, each serialized `foreach` writer) so that its executors need not read it themselves:
@@ -34,7 +34,7 @@ private[sparkkinesis] final class DriverLayouts(
   @volatile private var layout: StreamLayout = first.orNull
   private var readAtNanos = clock()
   private var nextTryNanos = if (layout == null) readAtNanos else readAtNanos + MinReadIntervalMs * 1000000L
-  private var backoffNanos = MinReadIntervalMs * 1000000L
+  private val backoff = new aggregation.Backoff(MinReadIntervalMs, refreshNanos / 1000000L, jitter)
   private var stale = false
 
   private val refreshing = new java.util.concurrent.atomic.AtomicBoolean()
@@ -80,11 +80,10 @@ private[sparkkinesis] final class DriverLayouts(
             layout = l
             readAtNanos = clock()
             nextTryNanos = readAtNanos + MinReadIntervalMs * 1000000L
-            backoffNanos = MinReadIntervalMs * 1000000L
+            backoff.reset()
             stale = false
           case Left(e) =>
-            nextTryNanos = clock() + backoffNanos
-            backoffNanos = math.min(refreshNanos, backoffNanos * 2)
+            nextTryNanos = clock() + backoff.nextMs() * 1000000L
             RateLimitedLog.warn(
               log,
               s"driver-layout-$name",
@@ -97,22 +96,22 @@ private[sparkkinesis] final class DriverLayouts(
     }
   }
 
-  /** `read(name)`; while the driver has no layout to ship, a throttled read is tried again after a jittered wait (half
-    * a second up to a second, then half as long again each time), for up to [[FirstReadWaitMs]]: a write that ships
-    * none has every executor read for itself, which is what throttled the account.
+  /** `read(name)`; while the driver has no layout to ship, a throttled read is tried again after the readers' backoff
+    * ([[aggregation.Backoff]]: half a second up to a second, then half as long again each time), for up to
+    * [[FirstReadWaitMs]]: a write that ships none has every executor read for itself, which is what throttled the
+    * account.
     */
   private def firstOrRead(name: String): StreamLayout = {
     val deadline = clock() + FirstReadWaitMs * 1000000L
-    var backoffMs = 1000L
+    val waits = new aggregation.Backoff(1000L, FirstReadWaitMs, jitter)
     var result: StreamLayout = null
     while (result == null)
       try result = read(name)
       catch {
         case t: aggregation.ThrottledRead if layout == null && clock() - deadline < 0 =>
-          val waitMs = math.min(StreamLayouts.jittered(backoffMs, jitter()), (deadline - clock()) / 1000000L)
+          val waitMs = math.min(waits.nextMs(), (deadline - clock()) / 1000000L)
           log.info(s"Reading stream $name on the driver was throttled (${t.getMessage}); trying again in $waitMs ms")
           sleepMs(math.max(1L, waitMs))
-          backoffMs = backoffMs * 3 / 2
       }
     result
   }

@@ -19,6 +19,13 @@ private[sparkkinesis] object Platforms {
   /** Where the bundle keeps each platform's daemon (project/KplResources.scala renames the KPL's folder). */
   val ResourceRoot = "spark-kinesis-kpl-native-binaries"
 
+  /** What works from Windows, where the KPL ships no daemon: said by the JVM's check ([[DaemonCheck]]) and by Python's
+    * `configure()` (through the facts resource).
+    */
+  val WindowsAdvice: String =
+    "Run Spark in WSL2 (its Linux x86_64 gets the jars: pip install spark-kinesis there), or use this machine as a " +
+      "Spark Connect client (SparkSession.builder.remote(...)) of a Spark server on Linux or macOS that has the jars."
+
   val all: Seq[Platform] = Seq(
     Platform("linux-x86_64", "kinesis_producer", Seq("manylinux_2_12_x86_64"), "Linux x86_64 (glibc 2.12 or later)"),
     Platform(

@@ -87,20 +87,20 @@ class DriverLayoutsSuite extends AnyFunSuite {
     f.fail = true
     assert(f.layouts.toShip().isEmpty && f.reads == 1, "no check layout, a failed read: the executors read theirs")
     f.fail = false
-    f.advanceMs(DriverLayouts.MinReadIntervalMs - 1)
-    assert(f.layouts.toShip().isEmpty && f.reads == 1, "a second after a failure, not before")
+    f.advanceMs(DriverLayouts.MinReadIntervalMs / 2 - 1)
+    assert(f.layouts.toShip().isEmpty && f.reads == 1, "the readers' backoff after a failure (jitter 0), not before")
     f.advanceMs(1)
     assert(f.layouts.toShip().map(_.shards.size) == Seq(2) && f.reads == 2)
     f.fail = true
     f.advanceMs(intervalMs)
     assert(f.layouts.toShip().map(s => (s.shards.size, s.ageMs)) == Seq((2, intervalMs)) && f.reads == 3)
-    for (waitMs <- Seq(1000L, 2000L, 4000L)) {
+    for (waitMs <- Seq(500L, 750L, 1125L)) {
       f.advanceMs(waitMs - 1)
       f.layouts.toShip()
       val before = f.reads
       f.advanceMs(1)
       f.layouts.toShip()
-      assert(f.reads == before + 1, s"failures in a row wait twice as long: $waitMs ms")
+      assert(f.reads == before + 1, s"failures in a row wait half as long again: $waitMs ms")
     }
 
     val off = new Fixture(Map("driver_check" -> "false"), first = Some(FakeMetadata.even(4)))

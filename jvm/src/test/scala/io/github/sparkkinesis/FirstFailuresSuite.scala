@@ -137,8 +137,9 @@ class FirstFailuresSuite extends AnyFunSuite {
         .platformProblem("Windows 11", "amd64", all, rosetta = false)
         .contains(
           "This JVM runs on Windows 11 amd64: the KPL ships no daemon for Windows, so the writer's tasks cannot run " +
-            "here. Run Spark in WSL2 (Linux x86_64: pip install spark-kinesis inside it), or use this machine as a " +
-            "Spark Connect client of a Spark server on Linux or macOS that has the jars"
+            "here. Run Spark in WSL2 (its Linux x86_64 gets the jars: pip install spark-kinesis there), or use this " +
+            "machine as a Spark Connect client (SparkSession.builder.remote(...)) of a Spark server on Linux or macOS " +
+            "that has the jars"
         )
     )
     assert(

@@ -11,8 +11,10 @@ package io.github.sparkkinesis.aggregation
   *     unacknowledged) and Kafka's producer's (a batch goes, after `linger.ms`, when its connection has fewer than
   *     `max.in.flight.requests.per.connection` requests out): a record at a trickle leaves within a millisecond, not
   *     after a linger, and while aggregates are in flight the next ones gather, so under load they fill by themselves;
-  *   - '''linger''': its first record waited `RecordMaxBufferedTime`: at once, or, while aggregates wait for the
-  *     shard's quota, once they have gone ([[lingerEnded]], [[goesAfterQuota]]);
+  *   - '''linger''': its first record waited `RecordMaxBufferedTime`, or a buffer of the same stream's did (all of a
+  *     stream's buffers holding records go together then, so the daemon sends them in one `PutRecords`: the trigger is
+  *     [[WriterAggregator]]'s linger ticket): at once, or, while aggregates wait for the shard's quota, once they have
+  *     gone ([[lingerEnded]], [[goesAfterQuota]]);
   *   - '''commit''': a task with a record in it commits ([[WriterAggregator.flushFor]]: not a decision of the rule).
   * The linger stays the bound on any record's wait. With `ordered`, a sealed aggregate goes only once the shard has
   * none in flight and, after a reshard, once the old map's buffers have drained ([[holdsForAnswer]], [[Handover]]), and

@@ -59,7 +59,7 @@ private[sparkkinesis] final class ThrottledRead(message: String, cause: Throwabl
 /** A stream as the aggregator knows it: its layout (null until first read, or while it cannot be read) and one buffer
   * per open shard of that layout.
   */
-private[sparkkinesis] final class StreamState(val name: String) {
+private[sparkkinesis] final class StreamState(val name: String, jitter: () => Double) {
   @volatile var layout: StreamLayout = _
   @volatile var buffers: Array[ShardBuffer] = Array.empty
 
@@ -80,7 +80,9 @@ private[sparkkinesis] final class StreamState(val name: String) {
   /** Whether this producer read the stream itself since it last adopted a shipped layout. */
   @volatile private[aggregation] var readSinceShipped = false
   @volatile private[aggregation] var retryAtNanos = 0L
-  @volatile private[aggregation] var backoffMs = StreamLayouts.FirstBackoffMs
+
+  /** After a failed read (under this state's lock). */
+  private[aggregation] val backoff = new Backoff(StreamLayouts.FirstBackoffMs, StreamLayouts.MaxBackoffMs, jitter)
   private[aggregation] val refreshing = new AtomicBoolean()
 }
 
@@ -112,7 +114,7 @@ private[sparkkinesis] final class StreamLayouts(
 
   /** The stream `name`, its layout read now if it has none and its backoff has passed. */
   def apply(name: String): StreamState = {
-    val s = streams.computeIfAbsent(name, n => new StreamState(n))
+    val s = streams.computeIfAbsent(name, n => new StreamState(n, jitter))
     if (s.layout == null && clock.nanoTime() >= s.retryAtNanos) s.synchronized {
       if (s.layout == null && clock.nanoTime() >= s.retryAtNanos) read(s)
     }
@@ -151,7 +153,7 @@ private[sparkkinesis] final class StreamLayouts(
     * until the driver ships one newer). No call is made.
     */
   def adopt(shipped: ShippedLayout): Unit = {
-    val s = streams.computeIfAbsent(shipped.stream, n => new StreamState(n))
+    val s = streams.computeIfAbsent(shipped.stream, n => new StreamState(n, jitter))
     val readAt = clock.nanoTime() - shipped.ageMs * 1000000L
     s.synchronized {
       if (s.layout == null || readAt - s.layoutAtNanos > 0) {
@@ -176,7 +178,7 @@ private[sparkkinesis] final class StreamLayouts(
       s.checkedAtNanos = clock.nanoTime()
     } catch {
       case scala.util.control.NonFatal(e) =>
-        val waitMs = jittered(s.backoffMs, jitter())
+        val waitMs = s.backoff.nextMs()
         s.retryAtNanos = clock.nanoTime() + waitMs * 1000000L
         s.checkedAtNanos = clock.nanoTime()
         val why = e match {
@@ -193,7 +195,6 @@ private[sparkkinesis] final class StreamLayouts(
           s"Reading the shards of stream ${s.name} failed; its records go to the KPL one by one until it succeeds " +
             s"(next try in $waitMs ms). $why"
         )
-        s.backoffMs = math.min(MaxBackoffMs, s.backoffMs * 3 / 2)
     }
   }
 
@@ -219,7 +220,7 @@ private[sparkkinesis] final class StreamLayouts(
       log.info(s"Stream ${s.name}: records up to ${layout.maxRecordBytes} bytes (was ${old.maxRecordBytes})")
     }
     s.layoutAtNanos = readAtNanos
-    s.backoffMs = FirstBackoffMs
+    s.backoff.reset()
   }
 
   def close(): Unit =
@@ -234,8 +235,4 @@ private[sparkkinesis] object StreamLayouts {
   val FirstBackoffMs = 1000L
   val MaxBackoffMs = 30000L
 
-  /** Half of `backoffMs` and up to as much again by `draw` in [0, 1) ("equal jitter"): never less than half the
-    * backoff, and readers throttled together do not retry together.
-    */
-  def jittered(backoffMs: Long, draw: Double): Long = backoffMs / 2 + (draw * (backoffMs / 2)).toLong
 }

@@ -111,10 +111,10 @@ class RateShareSuite extends AnyFunSuite {
   test("a stream's shards share one share (StreamState), which starts at the producers' count") {
     val clock = new FakeClock
     val settings = AggregationSettings(51200, Long.MaxValue, 100, 60000, rateLimit = 1)
-    val counted = new StreamState("c")
+    val counted = new StreamState("c", () => 0.0)
     assert(counted.share(clock, writers = 4).current == 0.25)
     assert(counted.share(clock, writers = 2).current == 0.25, "made once: a later count changes nothing")
-    val state = new StreamState("s")
+    val state = new StreamState("s", () => 0.0)
     val share = state.share(clock)
     assert(state.share(clock) eq share, "one per stream and producer")
     val (a, b) = (new ShardQuota(settings, clock, share), new ShardQuota(settings, clock, share))
