@@ -38,6 +38,7 @@ PARTS = (
     "realtime",
     "dedupe",
     "fleet",
+    "ordered",
 )
 VARIANTS = {
     "writer": "`foreach(KinesisWriter)`, the default (`aggregation='writer'`)",
@@ -249,6 +250,14 @@ def _dedupe(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None
     return {"config": d["config"], "summary": d["summary"], "runs": runs}
 
 
+def _ordered(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
+    o = result.get("ordered")
+    if not o:
+        return None
+    keep = ("variant", "link", "rep", "rows", "records_per_s", "cpu_s", "throttled", "verify", "bill")
+    return {"config": o["config"], "summary": o["summary"], "runs": [{k: r.get(k) for k in keep} for r in o["runs"]]}
+
+
 COMPACT = {
     "throughput": _throughput,
     "overhead": _overhead,
@@ -261,6 +270,7 @@ COMPACT = {
     "realtime": _realtime,
     "dedupe": _dedupe,
     "fleet": _fleet,
+    "ordered": _ordered,
 }
 
 
@@ -857,6 +867,48 @@ def render_dedupe(p: dict[str, Any]) -> str:
     return out
 
 
+def render_ordered(p: dict[str, Any]) -> str:
+    """Per-key order's cost: the foreach writer with ``ordered=True`` over it unordered, in one run."""
+    sm, cfg = p["summary"], p["config"]
+    out = (
+        f"Run {p['date']} (commit {p['commit']}), {cfg['reps']} repetitions at 100 B, each id its own key: "
+        f"{cfg['rows']:,} rows unthrottled (kinesalite), {cfg['limited_rows']:,} behind {cfg['limited_shards']} "
+        "shards' quotas (1 MiB/s and 1,000 records/s each, the fault front). Ratios are ordered over unordered, per "
+        "repetition (median, min-max).\n\n"
+        "| | ordered | unordered | ordered / unordered |\n|---|---|---|---|\n"
+    )
+    rows = [
+        ("records/s, unthrottled", "ordered_rate_per_s", "unordered_rate_per_s", "ordered_rate_ratio", 0),
+        (
+            "CPU-s per million records (JVM + daemon)",
+            "ordered_cpu_s_per_m",
+            "unordered_cpu_s_per_m",
+            "ordered_cpu_ratio",
+            1,
+        ),
+        ("PUT units per million records", "ordered_put_units_per_m", "unordered_put_units_per_m", None, 0),
+        (
+            "records/s behind the quotas (the link)",
+            "ordered_limited_rate_per_s",
+            "unordered_limited_rate_per_s",
+            "ordered_link_ratio",
+            0,
+        ),
+    ]
+    for label, a, b, ratio, digits in rows:
+        if a not in sm:
+            continue
+        out += (
+            f"| {label} | {_m(sm[a], digits)} | {_m(sm[b], digits)} | {_m(sm.get(ratio), 3, '×') if ratio else '-'} |\n"
+        )
+    if "ordered_throttled" in sm:
+        out += (
+            f"\nRecords throttled behind the quotas, all repetitions: ordered {sm['ordered_throttled']:,}, unordered "
+            f"{sm['unordered_throttled']:,}.\n"
+        )
+    return out
+
+
 RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "throughput": render_throughput,
     "overhead": render_overhead,
@@ -869,6 +921,7 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "realtime": render_realtime,
     "dedupe": render_dedupe,
     "fleet": render_fleet,
+    "ordered": render_ordered,
 }
 
 

@@ -102,8 +102,11 @@ BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
 # The throughput part's sides (a before/after comparison of one side needs it and noop only).
 SIDES = os.environ.get("BENCH_SIDES", "writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop").split(",")
 PARTS = os.environ.get(
-    "BENCH_PARTS", "throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe,fleet"
+    "BENCH_PARTS", "throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe,fleet,ordered"
 ).split(",")
+# The ordered part: rows per run at 100 B, unthrottled and behind LIMITED_SHARDS shards' quotas.
+ORDERED_ROWS = int(os.environ.get("BENCH_ORDERED_ROWS", "500000"))
+ORDERED_LIMITED_ROWS = int(os.environ.get("BENCH_ORDERED_LIMITED_ROWS", "200000"))
 # What a record costs as AWS bills it: per payload the rows each side (report.COST_SIDES) writes once; the shards.
 COST_ROWS = {
     100: int(os.environ.get("BENCH_COST_ROWS", "1000000")),
@@ -732,6 +735,92 @@ def dedupe_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return sm
 
 
+# -- per-key order's cost -----------------------------------------------------------------------
+def ordered(result: dict[str, Any]) -> None:
+    """The foreach writer with ``ordered=True`` against it unordered, alternating on one warm session, at 100 B:
+    unthrottled on kinesalite (rate; CPU per record, the JVM and the KPL daemon; PUT units as billed, read back from
+    the stream), and behind LIMITED_SHARDS shards' quotas through the fault front (1 MiB/s and 1,000 records/s each:
+    the link each holds). Every unthrottled run read back record by record by the KCL's code."""
+    sides = ["writer", "writer_ordered"]
+    runs: list[dict[str, Any]] = []
+    with backends.Kinesalite() as b, spark_side() as side:
+        side.call(cmd="input", name="ordered", start=0, rows=ORDERED_ROWS, files=8)
+        side.call(cmd="input", name="ordered-limited", start=0, rows=ORDERED_LIMITED_ROWS, files=8)
+        side.call(cmd="input", name="ordered-warm", start=WARM_START, rows=ORDERED_ROWS // 10, files=2)
+
+        def run(variant: str, rep: int) -> None:
+            stream = f"{variant}-100"
+            fresh(b, stream, SHARDS[100])
+            writer = {**b.endpoint_options(), **WRITER}
+            inp = "ordered" if rep >= 0 else "ordered-warm"
+            r = side.run(variant, inp, 100, b.pid, stream=stream, writer=writer, client_kwargs=b.client_kwargs())
+            if rep < 0:
+                return
+            r.update(rep=rep, link="unthrottled", verify=verify(b, stream, ORDERED_ROWS, 1, 0, 100))
+            r["bill"] = Bill.of_stream(b.client(), stream).per_million()
+            say(
+                f"  rep {rep} {variant:14s} 100 B: {r['records_per_s']:>10,.0f} rec/s "
+                f"cpu={ {k: round(v, 1) for k, v in r['cpu_s'].items()} } "
+                f"PUT units/M={r['bill']['put_units_per_m']:,.0f}"
+            )
+            runs.append(r)
+
+        for v in sides:
+            run(v, -1)
+        for rep in range(REPS):
+            for v in rotate(sides, rep):
+                run(v, rep)
+        with backends.Kinesalite(tls=False) as up, FaultFront(up.url) as front:
+            front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
+            writer = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
+            kwargs = {**up.client_kwargs(), "endpoint_url": front.endpoint}
+            for rep in range(REPS):
+                for v in rotate(sides, rep):
+                    stream = f"lim-{v}"
+                    fresh(up, stream, LIMITED_SHARDS)
+                    throttled = front.stats()["throttled_records"]
+                    r = side.run(v, "ordered-limited", 100, up.pid, stream=stream, writer=writer, client_kwargs=kwargs)
+                    r.update(rep=rep, link="limited", throttled=front.stats()["throttled_records"] - throttled)
+                    say(f"  rep {rep} {v:14s} 100 B, behind quotas: {r['records_per_s']:>8,.0f} rec/s")
+                    runs.append(r)
+    config = {"rows": ORDERED_ROWS, "limited_rows": ORDERED_LIMITED_ROWS, "limited_shards": LIMITED_SHARDS}
+    result["ordered"] = {"config": {**config, "reps": REPS}, "runs": runs, "summary": ordered_summary(runs)}
+
+
+def ordered_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each repetition's ratios, ordered over unordered: rate and CPU per record unthrottled, PUT units, rate behind
+    the quotas."""
+
+    def by(variant: str, link: str) -> dict[int, dict[str, Any]]:
+        return {r["rep"]: r for r in runs if r["variant"] == variant and r["link"] == link}
+
+    def cpu(r: dict[str, Any]) -> float:
+        used: float = r["cpu_s"]["jvm"] + r["cpu_s"]["kpl_daemon"]
+        return used / float(r["rows"]) * 1e6
+
+    sm: dict[str, Any] = {}
+    off, on = by("writer", "unthrottled"), by("writer_ordered", "unthrottled")
+    reps = sorted(set(off) & set(on))
+    if reps:
+        sm["ordered_rate_ratio"] = spread([on[k]["records_per_s"] / off[k]["records_per_s"] for k in reps])
+        sm["ordered_cpu_ratio"] = spread([cpu(on[k]) / cpu(off[k]) for k in reps])
+        sm["ordered_cpu_s_per_m"] = spread([cpu(on[k]) for k in reps])
+        sm["unordered_cpu_s_per_m"] = spread([cpu(off[k]) for k in reps])
+        sm["ordered_put_units_per_m"] = spread([on[k]["bill"]["put_units_per_m"] for k in reps])
+        sm["unordered_put_units_per_m"] = spread([off[k]["bill"]["put_units_per_m"] for k in reps])
+        sm["ordered_rate_per_s"] = spread([on[k]["records_per_s"] for k in reps])
+        sm["unordered_rate_per_s"] = spread([off[k]["records_per_s"] for k in reps])
+    off, on = by("writer", "limited"), by("writer_ordered", "limited")
+    reps = sorted(set(off) & set(on))
+    if reps:
+        sm["ordered_link_ratio"] = spread([on[k]["records_per_s"] / off[k]["records_per_s"] for k in reps])
+        sm["ordered_limited_rate_per_s"] = spread([on[k]["records_per_s"] for k in reps])
+        sm["unordered_limited_rate_per_s"] = spread([off[k]["records_per_s"] for k in reps])
+        sm["ordered_throttled"] = sum(on[k]["throttled"] for k in reps)
+        sm["unordered_throttled"] = sum(off[k]["throttled"] for k in reps)
+    return sm
+
+
 # -- summary ----------------------------------------------------------------------------------
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
     sm: dict[str, Any] = {}
@@ -939,6 +1028,8 @@ def main() -> int:
             dedupe(result)
         if "fleet" in PARTS:
             fleet(result)
+        if "ordered" in PARTS:
+            ordered(result)
         if "realtime" in PARTS:
             with tempfile.TemporaryDirectory(prefix="bench-rt-") as tmp:
                 realtime(result, Path(tmp) / "realtime.json")

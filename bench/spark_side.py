@@ -9,7 +9,8 @@ and lets the writer keep its pooled KPL producer between runs, as a long-running
 Commands:
   {"cmd": "input", "name": n, "start": i, "rows": r, "files": f}  -> parquet of ids [i, i+r)
   {"cmd": "run", "variant": v, "input": n, "payload": b, "stream": s, "writer": {...}}
-      v in writer | writer_fixed | writer_kpl | sink | writer_b | boto3 | boto3_agg | noop: the same rows and payload;
+      v in writer | writer_fixed | writer_kpl | writer_ordered | sink | writer_b | boto3 | boto3_agg | noop: the same
+      rows and payload;
       the id is the partition key (writer_fixed: no key column, partitioner="fixed"). Optional
       "per_trigger": files per micro-batch (default 2).
   {"cmd": "backpressure", ...}                                     -> see backpressure()
@@ -167,9 +168,11 @@ class Bench:
         confirmed: list[int] = []
         writer: KinesisWriter | None = None
         dsw = df.writeStream.option("checkpointLocation", checkpoint).trigger(availableNow=True)
-        if variant in ("writer", "writer_b", "writer_fixed", "writer_kpl"):  # writer_b: the A/A control
+        if variant in ("writer", "writer_b", "writer_fixed", "writer_kpl", "writer_ordered"):  # writer_b: A/A control
             # "writer*": aggregation='writer' (the default); "writer_kpl": the KPL daemon aggregating record by record
-            extra = {"aggregation": "kpl" if variant == "writer_kpl" else "writer"}
+            extra: dict[str, Any] = {"aggregation": "kpl" if variant == "writer_kpl" else "writer"}
+            if variant == "writer_ordered":
+                extra["ordered"] = True
             if variant == "writer_fixed":
                 extra["partitioner"] = "fixed"
             writer = KinesisWriter(stream_name=stream, **cmd["writer"], **extra)
