@@ -1,10 +1,8 @@
 package io.github.sparkkinesis
 
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
+import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.write.{
   BatchWrite,
-  DataWriter,
   DataWriterFactory,
   PhysicalWriteInfo,
   Write,
@@ -15,9 +13,7 @@ import org.apache.spark.sql.connector.expressions.{Expression, Expressions, Sort
 import org.apache.spark.sql.connector.write.RequiresDistributionAndOrdering
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
-
-import io.github.sparkkinesis.aggregation.ShippedLayout
-import io.github.sparkkinesis.replay.{ReplayPlan, TaskReplay}
+import io.github.sparkkinesis.replay.ReplayPlan
 
 /** The logical write of the `kinesis` sink: options and schema checked, ready for a batch or a streaming query. */
 private[sparkkinesis] final class KinesisWrite(
@@ -101,76 +97,4 @@ private[sparkkinesis] final class KinesisStreamingWrite(prepared: KinesisWriter.
   override def useCommitCoordinator(): Boolean = false
   override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = planner.committed(messages)
   override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit = ()
-}
-
-/** Serialized to the executors: the parsed options, the row layout and the write's [[WritePlan]], nothing per task. */
-private[sparkkinesis] final class KinesisDataWriterFactory(prepared: KinesisWriter.Prepared, plan: WritePlan)
-    extends DataWriterFactory
-    with StreamingDataWriterFactory {
-  override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
-    createWriter(partitionId, taskId, -1L)
-
-  override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] = {
-    val attempt = TaskAttempt(partitionId.toLong, epochId, taskId, TaskReplay.retried)
-    new KinesisDataWriter(prepared, plan, attempt, ProducerPool.default)
-  }
-}
-
-/** The DataSource V2 adapter over [[KinesisTaskWriter]]: `commit` returns once every record of the task is confirmed,
-  * `abort` gives the producer back without waiting, `close` after either is a no-op.
-  */
-private[sparkkinesis] final class KinesisDataWriter(
-    prepared: KinesisWriter.Prepared,
-    plan: WritePlan,
-    attempt: TaskAttempt,
-    pool: ProducerPool
-) extends DataWriter[InternalRow] {
-  private val task = new KinesisTaskWriter(prepared, plan, attempt, pool)
-  private val converter = prepared.converter
-  private val partitionId = attempt.partitionId
-
-  override def write(row: InternalRow): Unit = task.write(converter.convertInternal(row, partitionId))
-
-  override def commit(): WriterCommitMessage = {
-    try task.commit()
-    catch { case e: Throwable => task.close(committed = false); throw e }
-    val stale = task.staleShipped
-    task.close(committed = true)
-    KinesisCommitMessage(stale)
-  }
-
-  override def abort(): Unit = task.close(committed = false)
-
-  override def close(): Unit = task.close(committed = false)
-
-  /** Spark reads these last just before `commit`, on the task thread, and keeps them only if the task commits
-    * ([[TaskTotals]] says what each counts then).
-    */
-  override def currentMetricsValues(): Array[CustomTaskMetric] = KinesisSinkMetric.values(task.state)
-}
-
-/** A task's commit: the shipped streams whose layouts its producer found stale and read itself ([[DriverLayouts]]). */
-private[sparkkinesis] final case class KinesisCommitMessage(staleShipped: Seq[String]) extends WriterCommitMessage
-
-/** The task totals ([[TaskTotals]]) as DataSource V2 custom metrics (the SQL tab of the Spark UI): each task reports
-  * its own, Spark sums them.
-  */
-private[sparkkinesis] final class KinesisSinkMetric(metricName: String) extends CustomSumMetric {
-  def this() = this("") // Spark instantiates metric classes on the driver through a no-arg constructor
-  override def name(): String = metricName
-  override def description(): String =
-    TaskTotals.all.find(_.name == metricName).map(_.description).getOrElse(metricName)
-}
-
-private[sparkkinesis] object KinesisSinkMetric {
-  def all: Seq[CustomMetric] = TaskTotals.names.map(n => new KinesisSinkMetric(n))
-
-  def values(s: WriterState): Array[CustomTaskMetric] =
-    TaskTotals.all.map { t =>
-      val v = t.of(s)
-      new CustomTaskMetric {
-        override def name(): String = t.name
-        override def value(): Long = v
-      }
-    }.toArray
 }
