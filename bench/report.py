@@ -537,7 +537,7 @@ def render_fleet(p: dict[str, Any]) -> str:
         f"reads each stream on its first record, every first record within {cfg['start_ms'] / 1000:g} s (as when "
         "the driver cannot read for them); *driver*: each query's driver reads its stream when its first write is "
         f"planned, every query within {cfg['start_ms'] / 1000:g} s, and its executors take the layout it ships. "
-        "Until a pair has a layout its records go alone. The KPL daemons' own reads are not simulated.",
+        "Until a pair has a layout its records go alone. The KPL daemons' steady reads are modelled below the table.",
     )
 
     def wait(r: dict[str, Any]) -> str:
@@ -558,7 +558,30 @@ def render_fleet(p: dict[str, Any]) -> str:
     ]
     head = ["reads by", "executors", "(executor, stream) pairs", "calls", "throttled"]
     head += ["records alone, s: p50 / p99 / max", "first write waited, s: p50 / max", "s"]
-    return out + _table(head, rows)
+    return out + _table(head, rows) + "\n" + _steady_calls(int(cfg["streams"]))
+
+
+def _steady_calls(streams: int) -> str:
+    """The steady `DescribeStreamSummary` rate of a fleet at the KPL's default interval, from the facts resource: each
+    query's driver re-reads its stream every half interval; each daemon told the strategy re-reads once a day
+    (measured per daemon by tests/test_control_plane.py's steady test: none within three and a half intervals); the
+    executors' writers read nothing."""
+    from spark_kinesis._facts import facts
+
+    interval_s = float(facts()["describeStreamSummaryIntervalMs"]) / 1000
+    daemon_s = float(facts()["daemonStrategyRereadMs"]) / 1000
+
+    def per_s(executors: int) -> float:
+        return streams / (interval_s / 2) + executors * streams / daemon_s
+
+    largest = int((20 - streams / (interval_s / 2)) * daemon_s / streams)
+    return (
+        f"Steady state, modelled from the code's settings: at the KPL's default interval ({interval_s:g} s) each "
+        f"query's driver reads its stream every {interval_s / 2:g} s and each KPL daemon once every "
+        f"{daemon_s / 3600:g} h, so 1,000 executors writing {streams} streams ask {per_s(1000):.2f} "
+        f"`DescribeStreamSummary` a second (the account's limit is 20); the largest fleet writing {streams} streams "
+        f"that stays under it has {largest:,} executors.\n"
+    )
 
 
 def render_overhead(p: dict[str, Any]) -> str:

@@ -52,7 +52,10 @@ private[sparkkinesis] object Facts {
       s""""kplSecrets": ${arr(KplSettings.all.filter(_.secret).map(s => str(s.name)))}""",
       s""""totals": ${arr(totals, "\n  ")}""",
       s""""producerMetrics": ${arr(ProducerMetrics.names.map(str))}""",
-      s""""driverCheckHint": ${str(StreamCheck.DriverHint)}"""
+      s""""driverCheckHint": ${str(StreamCheck.DriverHint)}""",
+      // The steady control-plane reads docs/benchmarks.md models: the KPL's default interval, a told daemon's re-read.
+      s""""describeStreamSummaryIntervalMs": ${new shaded.kpl.KinesisProducerConfiguration().getDescribeStreamSummaryIntervalMs}""",
+      s""""daemonStrategyRereadMs": ${Aggregation.DaemonStrategyRereadMs}"""
     ).mkString("{\n", ",\n", "\n}\n")
   }
 }
