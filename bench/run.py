@@ -747,6 +747,8 @@ def ordered(result: dict[str, Any]) -> None:
         side.call(cmd="input", name="ordered", start=0, rows=ORDERED_ROWS, files=8)
         side.call(cmd="input", name="ordered-limited", start=0, rows=ORDERED_LIMITED_ROWS, files=8)
         side.call(cmd="input", name="ordered-warm", start=WARM_START, rows=ORDERED_ROWS // 10, files=2)
+        for v in sides:
+            b.create_stream(f"{v}-100", SHARDS[100])
 
         def run(variant: str, rep: int) -> None:
             stream = f"{variant}-100"
@@ -774,6 +776,8 @@ def ordered(result: dict[str, Any]) -> None:
             front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
             writer = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
             kwargs = {**up.client_kwargs(), "endpoint_url": front.endpoint}
+            for v in sides:
+                up.create_stream(f"lim-{v}", LIMITED_SHARDS)
             for rep in range(REPS):
                 for v in rotate(sides, rep):
                     stream = f"lim-{v}"
