@@ -46,6 +46,7 @@ RT_SIDES = {
     "kinesis": ("writer", "writer, gather_ms=1 (default)"),
     "kinesis_gather20": ("writer", "writer, gather_ms=20"),
     "kinesis_gather100": ("writer", "writer, gather_ms=100"),
+    "kinesis_ordered": ("writer", "writer, ordered=True"),
     "kinesis_kpl": ("writer_kpl", NAMES["writer_kpl"]),
 }
 SIZES = {100: "100 B", 1024: "1 KiB", 10240: "10 KiB", 102400: "100 KiB"}

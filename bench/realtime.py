@@ -10,7 +10,8 @@ reads them and writes either
   as nothing of it is in flight, ``RecordMaxBufferedTime`` 100 ms the bound), or
 - ``kinesis_kpl``: the same with ``aggregation="kpl"`` (the KPL daemon aggregates, on its 100 ms linger), or
 - ``kinesis_gather20``, ``kinesis_gather100``: ``kinesis`` with ``gather_ms`` 20 and 100 (an idle shard's records wait
-  that long for others: the user's trade of latency for PUT payload units).
+  that long for others: the user's trade of latency for PUT payload units), or
+- ``kinesis_ordered``: ``kinesis`` with ``ordered=True`` (one Kinesis record of a shard in flight at a time).
 
 Each Kinesis run's stream is then billed as AWS would (testkit billing.py): PUT payload units per million records.
 
@@ -28,7 +29,8 @@ Prints ``bench: rt_added_p50_ms=… rt_added_p99_ms=… rt_added_10k_p50_ms=… 
 rt_cpu_us_per_record=… rt_cpu_us_per_record_10k=… rt_cpu_ratio_vs_kafka=… rt_max_in_flight_over_limit=…`` (added =
 ``kinesis`` minus ``kafka`` at 1,000 and 10,000 records/s; the ratio is ``kinesis``'s p99 at 10,000 over 1,000; CPU:
 ``kinesis``'s JVM and daemon per record, and over the Kafka sink's, at 1,000/s) and
-``rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=…`` (``kinesis`` over ``kinesis_kpl`` at 1,000 records/s) and writes
+``rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=…`` (``kinesis`` over ``kinesis_kpl`` at 1,000 records/s) and
+``rt_ordered_added_p50_ms=…`` (and ``_p99``, ``_10k_``: ``kinesis_ordered`` minus ``kinesis``) and writes
 bench/results/realtime.json, docs/img/bench-realtime.png and its table in docs/benchmarks.md (bench/report.py). Knobs:
 BENCH_RT_SECONDS [20], BENCH_RT_WARM_S [1], BENCH_RT_RATES [1000,10000].
 """
@@ -70,6 +72,8 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
     # gather_ms: the user's trade of latency for PUT payload units (docs/configuration.md, "What a record costs")
     "kinesis_gather20": {"gather_ms": 20},
     "kinesis_gather100": {"gather_ms": 100},
+    # per-key order: a shard's next aggregate goes at the answer of the one in flight (docs/reliability.md)
+    "kinesis_ordered": {"ordered": True},
 }
 QUEUE_LIMIT = 10000  # the writer's default
 PARTITIONS = 2
@@ -311,6 +315,12 @@ def main() -> int:
         "rt_p99_ratio_vs_kpl_agg": by[("kinesis", lo)]["p99_ms"] / by[("kinesis_kpl", lo)]["p99_ms"],
         "rt_max_in_flight_over_limit": max(r["max_in_flight"] or 0 for r in runs) / QUEUE_LIMIT,
     }
+    if ("kinesis_ordered", lo) in by:  # what ordered adds to the writer's latency, at each rate
+        for rate, tag in ((lo, ""), (hi, "_10k")):
+            for q in ("p50", "p99"):
+                summary[f"rt_ordered_added{tag}_{q}_ms"] = (
+                    by[("kinesis_ordered", rate)][f"{q}_ms"] - by[("kinesis", rate)][f"{q}_ms"]
+                )
     config = {"seconds": SECONDS, "warm_s": WARM_S, "rates": RATES, "variants": VARIANTS, "queue_limit": QUEUE_LIMIT}
     measured = {"started": stamp, "config": config, "runs": runs, "summary": summary}
     plot(runs, ROOT / "docs" / "img" / "bench-realtime.png")
