@@ -823,6 +823,7 @@ RT_LABELS = {
     "kinesis_kpl": "the same, `aggregation='kpl'`",
     "kinesis_gather20": "the same, `gather_ms=20`",
     "kinesis_gather100": "the same, `gather_ms=100`",
+    "kinesis_ordered": "the same, `ordered=True`",
 }
 
 
@@ -858,6 +859,13 @@ def render_realtime(p: dict[str, Any]) -> str:
         f"{_m(sm.get('rt_p99_ratio_10k'), 2, '×')}; its p50 and p99 over `aggregation='kpl'`'s: "
         f"{_m(sm.get('rt_p50_ratio_vs_kpl_agg'), 2, '×')} and {_m(sm.get('rt_p99_ratio_vs_kpl_agg'), 2, '×')}.\n"
     )
+    if "rt_ordered_added_p50_ms" in sm:
+        out += (
+            f"\n`ordered=True` adds to the writer's p50 / p99 {_m(sm['rt_ordered_added_p50_ms'], 0)} / "
+            f"{_m(sm['rt_ordered_added_p99_ms'], 0)} ms at {rates[0]:,}/s and "
+            f"{_m(sm['rt_ordered_added_10k_p50_ms'], 0)} / {_m(sm['rt_ordered_added_10k_p99_ms'], 0)} ms at "
+            f"{rates[-1]:,}/s (one run each: the spread of such runs is a few ms).\n"
+        )
     floor = next((r["floor_put_units_per_m"] for r in p["runs"] if r.get("floor_put_units_per_m")), None)
     if floor is not None:
         out += (
