@@ -70,7 +70,7 @@ object FleetSim {
     def client(): StreamMetadata =
       new SdkStreamMetadata(config, credentials, calls = new ControlPlaneCalls(calls, throttles))
     val fleet = (0 until executors).map(_ =>
-      new StreamLayouts(new Lazily(client), settings, Clock.system, background, quiet, _ => ())
+      new StreamLayouts(new Lazily(client), settings, Clock.system, background, quiet, (_, _) => ())
     )
     val drivers = streams.map { stream =>
       val metadata = new Lazily(client)
