@@ -62,8 +62,7 @@ def test_every_side_has_a_colour_of_its_own() -> None:
 def test_the_report_draws_every_chart_from_the_committed_results(tmp_path: Path) -> None:
     """Each chart the benchmarks page shows is drawn from bench/results alone, each side in its one colour throughout,
     and no label runs over another or off its panel."""
-    pytest.importorskip("matplotlib")
-    charts, report = _bench()
+    charts, report = _bench()  # matplotlib: requirements-dev.txt
     from matplotlib.colors import to_hex
 
     drawn = {p.name for p in charts.draw(report.load(), tmp_path)}
