@@ -172,7 +172,7 @@ def test_reshards_racing_every_map_keep_each_keys_order(spark, kinesis, kcl, fro
     shard map held from before it (as tests/test_resharding.py): aggregates built for a parent land in a child not
     holding all of their records, and the new map's shards must not get a key's later records before its earlier ones
     are where they belong. Read back parents before children by both readers: no record of a key after a later one."""
-    from test_resharding import EVENTS, open_shards, reshard
+    from test_resharding import EVENTS, open_shards, race_every_reshard
 
     source = tmp_path / "in"
     source.mkdir()
@@ -196,22 +196,16 @@ def test_reshards_racing_every_map_keep_each_keys_order(spark, kinesis, kcl, fro
         assert q.exception() is None, q.exception()
         return sum(p["numInputRows"] for p in q.recentProgress)
 
-    held: dict[str, int] = {}
     try:
         wait_for(lambda: rows_in() >= per_step, 120, "the first step written (the producers have read the map)")
-        for step, event in enumerate(EVENTS, 1):
-            before = front.stats()
-            front.hold_shard_maps(stream)
-            reshard(client, stream, event)
-            write_step_file(source, step)
-            wait_for(
-                lambda b=before: front.stats()["held_records"] > b["held_records"],
-                120,
-                f"step {step} under the old map",
-            )
-            front.release_shard_maps(stream)
-            held[event] = front.stats()["held_records"] - before["held_records"]
-            wait_for(lambda s=step: rows_in() >= (s + 1) * per_step, 180, f"step {step} ({event}) written")
+        held = race_every_reshard(
+            front,
+            client,
+            stream,
+            lambda step: write_step_file(source, step),
+            lambda before: front.stats()["held_records"] > before["held_records"],
+            lambda step: rows_in() >= (step + 1) * per_step,
+        )
         q.processAllAvailable()
     finally:
         front.release_shard_maps(stream)

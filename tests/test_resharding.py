@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,31 @@ def reshard(client: Any, stream: str, event: str) -> None:
     wait_for(active, 60, f"stream {stream} ACTIVE after the {event}")
 
 
+def race_every_reshard(
+    front: FaultFront,
+    client: Any,
+    stream: str,
+    write_step: Callable[[int], None],
+    under_old: Callable[[dict[str, int]], bool],
+    written: Callable[[int], bool],
+) -> dict[str, int]:
+    """Each of EVENTS in turn, with every producer's shard map held from before it: hold the maps, reshard, write the
+    step (``write_step(step)``), wait until it went out under the old map (``under_old``, given the front's stats from
+    before the hold), let the maps go, wait until the step is written (``written(step)``). The user records written
+    while each was held, by event."""
+    held: dict[str, int] = {}
+    for step, event in enumerate(EVENTS, 1):
+        before = front.stats()
+        front.hold_shard_maps(stream)
+        reshard(client, stream, event)
+        write_step(step)
+        wait_for(lambda b=before: under_old(b), 120, f"step {step} under the old map")
+        front.release_shard_maps(stream)
+        held[event] = front.stats()["held_records"] - before["held_records"]
+        wait_for(lambda s=step: written(s), 180, f"step {step} ({event}) written")
+    return held
+
+
 def write_step(directory: Path, step: int) -> None:
     """Step ``step``'s ids as one input file (a micro-batch of its own), each id its own partition key."""
     ids = range(step * PER_STEP, (step + 1) * PER_STEP)
@@ -97,28 +122,24 @@ def test_reshards_racing_every_map_lose_nothing_to_a_kcl_consumer(
         assert q.exception() is None, q.exception()
         return sum(p["numInputRows"] for p in q.recentProgress)
 
-    held: dict[str, int] = {}
+    # The step's first PutRecords (the commit seals every buffer at once) goes out by the map from before. The writer
+    # reads the map again for each aggregate that landed elsewhere: that read is answered from before too (records then
+    # go alone). The KPL's own re-reads are its business: only its writes are waited for.
+    def under_old(b: dict[str, int]) -> bool:
+        now = front.stats()
+        reread = aggregation == "kpl" or now["held_listings"] > b["held_listings"]
+        return now["held_records"] > b["held_records"] and reread
+
     try:
         wait_for(lambda: rows_in() >= PER_STEP, 120, "the first step written (the producers have read the map)")
-        for step, event in enumerate(EVENTS, 1):
-            before = front.stats()
-            front.hold_shard_maps(stream)
-            reshard(client, stream, event)
-            write_step(source, step)
-
-            # The step's first PutRecords (the commit seals every buffer at once) goes out by the map from before. The
-            # writer reads the map again for each aggregate that landed elsewhere: that read is answered from before too
-            # (records then go alone). The KPL's own re-reads are its business: only its writes are waited for.
-            def under_old(b: dict[str, int] = before) -> bool:
-                now = front.stats()
-                reread = aggregation == "kpl" or now["held_listings"] > b["held_listings"]
-                return now["held_records"] > b["held_records"] and reread
-
-            wait_for(under_old, 120, f"step {step} under the old map")
-            front.release_shard_maps(stream)
-            held[event] = front.stats()["held_records"] - before["held_records"]
-            written = lambda s=step: rows_in() >= (s + 1) * PER_STEP  # noqa: E731
-            wait_for(written, 180, f"step {step} ({event}) written")
+        held = race_every_reshard(
+            front,
+            client,
+            stream,
+            lambda step: write_step(source, step),
+            under_old,
+            lambda step: rows_in() >= (step + 1) * PER_STEP,
+        )
         q.processAllAvailable()
     finally:
         front.release_shard_maps(stream)

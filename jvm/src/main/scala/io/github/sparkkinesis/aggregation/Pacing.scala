@@ -39,9 +39,14 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
   private def go(b: ShardBuffer, a: Aggregate): Unit = {
     a.pacedNanos = b.quota.lastTaken
     b.rule.sent()
-    if (b.goesAlone) new KeyChains(a.entries, send, () => accepted(a)).start()
+    if (b.goesAlone) sendAlone(a)
     else send(a)
   }
+
+  /** `a`'s records alone, each key's in order ([[KeyChains]]); `a` is answered (its shard no longer waits for it) once
+    * every one of them is.
+    */
+  def sendAlone(a: Aggregate): Unit = new KeyChains(a.entries, send, () => accepted(a)).start()
 
   /** Starts `b`'s gather if its [[SealRule]] says the shard is idle: a ticket seals and sends it when the gather ends
     * ([[gatherEnded]]). Called under `b`'s lock after a record is added and after an answer.

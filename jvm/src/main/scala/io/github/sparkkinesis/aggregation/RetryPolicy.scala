@@ -70,27 +70,24 @@ private[sparkkinesis] final class RetryPolicy(
     if (layout != null && delivered(a.entries, layout.shards, r.getShardId)) {
       if (settings.ordered) pacing.accepted(a)
       Pending.complete(a.entries, Right(r))
-    } else if (settings.ordered) {
-      a.buffer.goesAlone = true // its map is stale: the shard's next aggregates would land elsewhere too
-      metrics.recordsResent(a.records)
-      log.info(
-        s"An aggregate of ${a.records} records for shard ${a.shard.id} of stream ${a.stream} landed in " +
-          s"${r.getShardId} (the stream was resharded), which does not hold all of them: they are sent again alone, " +
-          "each key's in order, before anything later of the shard."
-      )
-      new KeyChains(a.entries, send, () => pacing.accepted(a)).start()
     } else {
       val stale = layout != null && !layout.shards.has(r.getShardId)
       metrics.recordsResent(a.records)
       log.info(
         s"An aggregate of ${a.records} records for shard ${a.shard.id} of stream ${a.stream} landed in " +
           s"${r.getShardId} (the stream was resharded), which does not hold all of them: they are sent again" +
-          (if (stale) s", each alone until the stream's shard map knows ${r.getShardId}." else ".")
+          (if (settings.ordered) " alone, each key's in order, before anything later of the shard."
+           else if (stale) s", each alone until the stream's shard map knows ${r.getShardId}."
+           else ".")
       )
-      a.entries.foreach { p =>
-        try if (stale) send(new Alone(p)) else route(p)
-        catch { case scala.util.control.NonFatal(e) => Pending.complete(Array(p), Left(e)) }
-      }
+      if (settings.ordered) {
+        a.buffer.goesAlone = true // its map is stale: the shard's next aggregates would land elsewhere too
+        pacing.sendAlone(a)
+      } else
+        a.entries.foreach { p =>
+          try if (stale) send(new Alone(p)) else route(p)
+          catch { case scala.util.control.NonFatal(e) => Pending.complete(Array(p), Left(e)) }
+        }
     }
   }
 }
