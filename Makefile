@@ -53,7 +53,7 @@ test: ## Scala unit tests + e2e tests on Spark 4 and 3.5, but test-extended's (w
 test-extended: ## what make test leaves out: faults, class-path matrix, install paths, fleets, later Scalas
 	$(MAKE) -j4 --no-print-directory setup platform-jars jar
 	$(SBT) extendedTests </dev/null
-	$(PY) tools/legs.py -m "$(EXTENDED)" --suffix -extended -- $(PYTEST_ARGS)
+	$(PY) tools/legs.py -m "$(EXTENDED)" --suffix=-extended -- $(PYTEST_ARGS)
 
 unit: ## the Scala unit tests of every line
 	$(SBT) test </dev/null

@@ -3,6 +3,8 @@ come last (each job's summary line and the failures it names). Jobs here are sma
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -70,3 +72,18 @@ def test_each_leg_adds_the_marker_expression_and_the_reports_take_the_suffix() -
     ]
     assert "(every_line or spark35_leg) and not lines and (not (faults))" in by_name["spark3.5"].argv
     assert by_name["sbt"].argv == ["build/sbt", "unitTests"] and by_name["sbt"].nice == 10
+
+
+def test_the_makefiles_calls_parse() -> None:
+    # `--suffix -extended` read "-extended" as an option and failed test-extended before any test ran (stop 86's CI).
+    dry = subprocess.run(
+        ["make", "-n", "MAKE=true", "--no-print-directory", "test", "test-extended", "PYTEST_ARGS=-p no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    calls = [shlex.split(line)[2:] for line in dry.splitlines() if "tools/legs.py" in line]
+    parsed = [legs.parse(argv) for argv in calls]
+    assert [a.suffix for a in parsed] == ["", "-extended"]
+    assert all(a.pytest_args == ["-p", "no:cacheprovider"] for a in parsed)

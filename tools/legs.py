@@ -101,13 +101,17 @@ def legs(markers: str, suffix: str, pytest_args: list[str], beside: str | None) 
     return jobs
 
 
-def main(argv: list[str]) -> int:
+def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-m", dest="markers", required=True, help="the marker expression both legs add to theirs")
     parser.add_argument("--suffix", default="", help="of the logs' and reports' names (make test-extended's)")
     parser.add_argument("--beside", help="a command run beside the legs at nice 10 (make test: the Scala tests)")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to both legs")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
     (ROOT / ".cache" / "reports").mkdir(parents=True, exist_ok=True)
     return run(legs(args.markers, args.suffix, args.pytest_args, args.beside), args.suffix)
 
