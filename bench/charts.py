@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from common import SIZES
+
 #: One colour per side, the same in every chart: report.VARIANTS and COST_SIDES, the real-time part's Kafka sink and
 #: the overhead part's bare KPL loop. Ours first.
 COLORS = {
@@ -49,7 +51,6 @@ RT_SIDES = {
     "kinesis_ordered": ("writer", "writer, ordered=True"),
     "kinesis_kpl": ("writer_kpl", NAMES["writer_kpl"]),
 }
-SIZES = {100: "100 B", 1024: "1 KiB", 10240: "10 KiB", 102400: "100 KiB"}
 EXECUTORS = {1: "o-", 2: "s--", 4: "^:"}  # a line's style per executor count (scale)
 #: A row of bars: its side, its name, its figure (a number, {median, min, max} or None: not run) and the text beside it.
 Row = tuple[str, str, Any, str]
@@ -141,32 +142,39 @@ def throughput(parts: dict[str, Any]) -> Figures:
 
 
 def cost(parts: dict[str, Any]) -> Figures:
+    """PUT units over the floor by record size, a line per side; boto3's put_records (a Kinesis record each, up to
+    hundreds of times the floor) in the title, not on the axis."""
     p = parts.get("cost")
     if not p:
         return {}
-    sizes = list(dict.fromkeys(r["payload"] for r in p["runs"]))
-    sides = [s for s in COLORS if any(r["variant"] == s for r in p["runs"])]
-    plt = _plt()
-    fig, axes = plt.subplots(
-        1, len(sizes), figsize=(3.1 * len(sizes) + 1.8, 0.4 * len(sides) + 1.6), sharey=True, sharex=True
-    )
-    for ax, size in zip(axes, sizes):
-        by = {r["variant"]: r for r in p["runs"] if r["payload"] == size}
-        rows = [
-            (s, NAMES[s], x, f"{r['put_units_per_m']:,.0f} ({x:,.{2 if x < 10 else 0}f}×)")
-            if (r := by.get(s)) and (x := r["put_over_floor"])
-            else (s, NAMES[s], None, "")
-            for s in sides
-        ]
-        ax.set_xscale("log")
-        _bars(ax, rows, base=0.5)
-        ax.axvline(1, color="black", lw=1)
-        ax.xaxis.set_major_formatter(lambda x, _: f"{x:g}×")
-        ax.set_title(f"{SIZES[size]}: floor {next(iter(by.values()))['floor_put_units_per_m']:,.0f}", fontsize=9)
-        ax.set_xlabel("over the floor (log; line: the floor)")
-    axes[0].set_xlim(0.5, 25 * max(r["put_over_floor"] for r in p["runs"]))
-    title = "PUT payload units per million records as billed, and over the floor (the bytes in full 25 KiB units)"
-    return {"bench-cost.png": _finish(fig, title)}
+    sizes = sorted(dict.fromkeys(r["payload"] for r in p["runs"]))
+    at = {(r["variant"], r["payload"]): r["put_over_floor"] for r in p["runs"]}
+    sides = [s for s in COLORS if s != "boto3" and any(v == s for v, _ in at)]
+    fig, ax = _plt().subplots(figsize=(8.2, 3.6))
+    for side in sides:
+        xs = [i for i, size in enumerate(sizes) if (side, size) in at]
+        ys = [at[(side, sizes[i])] for i in xs]
+        ours = side in OURS
+        width = 3.5 if side == "writer" else 1.5 if ours else 1  # the sink's line shows over the writer's
+        ax.plot(xs, ys, "o-" if ours else "s--", color=COLORS[side], gid=side, label=NAMES[side], lw=width)
+    for i, size in enumerate(sizes):  # the default writer's figures, under its points
+        if ("writer", size) in at:
+            x = at[("writer", size)]
+            ax.annotate(f"{x:.2f}×", (i, x), xytext=(0, -12), textcoords="offset points", ha="center", fontsize=7.5)
+    ax.axhline(1.0, color="black", lw=1)
+    ax.axhline(1.05, color="dimgray", lw=0.8, ls=":")
+    ax.set_xticks(range(len(sizes)), [SIZES[s] for s in sizes])
+    ax.set_xlim(-0.4, len(sizes) - 0.6)
+    ax.set_xlabel("user record size (distinct keys); dotted: 1.05× the floor")
+    ax.set_ylabel("PUT units over the floor")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    alone = [at[("boto3", s)] for s in sizes if ("boto3", s) in at]
+    unaggregated = ", ".join(f"{x:,.{0 if x >= 10 else 1}f}×" for x in alone)
+    title = "PUT payload units as billed, over the floor (the records' bytes in full 25 KiB units)"
+    if unaggregated:
+        title += f"\n{NAMES['boto3']}, a Kinesis record each: {unaggregated}"
+    return {"bench-cost.png": _finish(fig, title, note=False)}
 
 
 def overhead(parts: dict[str, Any]) -> Figures:

@@ -9,6 +9,8 @@ import backends
 from spark_kinesis_testkit.kcl import KclDeaggregator, read_stream_kcl
 
 WARM_START = 10**12  # warm-up ids never collide with measured ones
+#: The record sizes the parts write, as the docs and charts name them.
+SIZES = {100: "100 B", 1024: "1 KiB", 4096: "4 KiB", 10240: "10 KiB", 20480: "20 KiB", 102400: "100 KiB"}
 
 
 def say(msg: str) -> None:

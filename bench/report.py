@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from common import spread
+from common import SIZES, spread
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -361,7 +361,7 @@ def line(parts: dict[str, dict[str, Any]]) -> str:
     fields.update({k: fmt(sm.get(k), 0 if k.endswith("_ms") else 2) for k in REALTIME_FIELDS})
     fields["throttled_share_e4"] = fmt(sm.get("scale_throttled_share_e4"), 4)
     for side in COST_SIDES:  # what AWS bills each side: PUT payload units per million records, and over the floor
-        for size in (100, 1024):
+        for size in (s for s in SIZES if f"put_units_per_m_{side}_{s}" in sm):
             fields[f"put_units_{side}_{size}"] = fmt(sm.get(f"put_units_per_m_{side}_{size}"), 0)
             fields[f"put_over_floor_{side}_{size}"] = fmt(sm.get(f"put_over_floor_{side}_{size}"), 2)
     return "bench: " + " ".join(f"{k}={v}" for k, v in fields.items())
@@ -702,9 +702,6 @@ def render_large(p: dict[str, Any]) -> str:
         ],
         [row],
     )
-
-
-SIZES = {100: "100 B", 1024: "1 KiB", 10240: "10 KiB", 102400: "100 KiB"}
 
 
 SHARE_KEY = "scale_throttled_share_e"  # + executors: throttled records over records written (bench/scale.py)

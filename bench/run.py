@@ -38,7 +38,7 @@ files), and a last machine-readable line with every field (n/a for a part this r
          the Kafka sink's at 1,000/s; bench/realtime.py)
          rt_p50_ratio_vs_kpl_agg=… rt_p99_ratio_vs_kpl_agg=… (the same latency over aggregation='kpl''s, 1,000/s)
          throttled_share_e4=… (scale, 4 executors behind quotas: Kinesis records throttled over user records written)
-         put_units_<side>_<size>=… put_over_floor_<side>_<size>=… (cost, 100 B and 1 KiB: PUT payload units per
+         put_units_<side>_<size>=… put_over_floor_<side>_<size>=… (cost, 100 B to 20 KiB: PUT payload units per
          million records as billed, and over the floor; the sides report.COST_SIDES)
 
 "writer" is the writer with aggregation='writer' (the default); "writer_kpl" is aggregation='kpl', the KPL daemon
@@ -49,7 +49,7 @@ Sizes are environment knobs (defaults in brackets): BENCH_REPS [3], BENCH_ROWS [
 BENCH_ROWS_10K [50000], BENCH_ROWS_1K [200000], BENCH_BP_SECONDS [180], BENCH_BP_ROWS_PER_S [10000],
 BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [12], BENCH_SCALE_MULTI_SECONDS [30],
 BENCH_SCALE_FREE_ROWS [300000], BENCH_LARGE_SECONDS [180], BENCH_LARGE_ROWS_PER_S [40],
-BENCH_COST_ROWS [1000000], BENCH_COST_ROWS_1K [200000], BENCH_COST_ROWS_10K [50000],
+BENCH_COST_SCALE [1: 1,000,000 rows of 100 B, 200,000 of 1 KiB, 50,000 of 4 KiB and of 10 KiB, 12,500 of 20 KiB],
 BENCH_PARTS [throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe], BENCH_SKIP [none; overhead,limited],
 BENCH_SIDES [writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop] (the throughput part's);
 bench/tuning.py's, bench/scale.py's and bench/realtime.py's own (BENCH_TUNE_*, BENCH_SCALE_*, BENCH_RT_*). A run with
@@ -108,10 +108,10 @@ PARTS = os.environ.get(
 ORDERED_ROWS = int(os.environ.get("BENCH_ORDERED_ROWS", "500000"))
 ORDERED_LIMITED_ROWS = int(os.environ.get("BENCH_ORDERED_LIMITED_ROWS", "200000"))
 # What a record costs as AWS bills it: per payload the rows each side (report.COST_SIDES) writes once; the shards.
+COST_SCALE = float(os.environ.get("BENCH_COST_SCALE", "1"))
 COST_ROWS = {
-    100: int(os.environ.get("BENCH_COST_ROWS", "1000000")),
-    1024: int(os.environ.get("BENCH_COST_ROWS_1K", "200000")),
-    10240: int(os.environ.get("BENCH_COST_ROWS_10K", "50000")),
+    size: int(rows * COST_SCALE)
+    for size, rows in {100: 1_000_000, 1024: 200_000, 4096: 50_000, 10240: 50_000, 20480: 12_500}.items()
 }
 COST_SHARDS = 4
 # The fleet simulation: executor JVMs (each its writer's reading code, bench/jvm FleetSim) writing FLEET_STREAMS

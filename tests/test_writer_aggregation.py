@@ -15,6 +15,7 @@ import pytest
 from helpers import account, entries, payload, rows_for, run_available_now, shard_ranges, write_input
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
+from spark_kinesis_testkit.billing import PUT_UNIT_BYTES, Bill
 from spark_kinesis_testkit.emulator import hash_key, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import read_stream_kcl
@@ -62,6 +63,31 @@ def test_writer_aggregates_place_every_record_in_the_shard_its_key_names(spark, 
     assert all(r.explicit_hash_key == rows[i].get("ehk") for i, r in d.by_id.items())
     assert all(r.aggregated for r in records), "every record in a writer-built aggregate"
     assert_placed_by_key(client, stream, records)
+
+
+@pytest.mark.e2e
+def test_aggregates_of_10_kib_records_fill_their_put_units(spark, kinesis, kcl, stream, tmp_path):
+    """Records of 10 KiB, a key each, faster than aggregates close: each aggregate grows past two PUT units to close
+    where its last unit is full (before, four records closed at the KPL's 51,200 bytes, billed two units for 41 KB:
+    1.25x the floor, their bytes in units). Billed from the stream as AWS counts it, read back whole by the KCL."""
+    n, size = 1000, 10240
+    # One task: the commit's last aggregate of each shard is the only one closed where it stands.
+    write_input(tmp_path / "in", rows_for(range(n), key=lambda i: f"user-{i}"), files=1)
+
+    def select(df: Any) -> Any:
+        padded = F.concat(F.unbase64("b64"), F.expr(f"unhex(repeat('78', {size} - length(unbase64(b64))))"))
+        return df.select(F.col("pk").alias("partitionKey"), padded.alias("data"))
+
+    run_available_now(spark, tmp_path / "in", tmp_path / "ckpt", writer_for(kinesis, stream), select=select)
+    client = kinesis.client()
+    records = read_stream_kcl(client, stream, kcl)
+    d = account(range(n), records)
+    assert d.missing == [] and d.duplicates == 0 and all(r.aggregated for r in records)
+    assert all(r.data == payload(i) + b"x" * (size - len(payload(i))) for i, r in d.by_id.items())
+    bill = Bill.of_stream(client, stream)
+    over = bill.put_units / (bill.user_bytes / PUT_UNIT_BYTES)
+    assert bill.user_records == n and over <= 1.05, f"{bill.put_units} PUT units, {over:.3f}x the floor"
+    assert bill.kinesis_records < n / 10, f"{bill.kinesis_records} aggregates: not past two units"
 
 
 @pytest.fixture

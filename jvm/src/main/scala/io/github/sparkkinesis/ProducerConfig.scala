@@ -2,6 +2,8 @@ package io.github.sparkkinesis
 
 import scala.collection.immutable.SortedMap
 
+import io.github.sparkkinesis.aggregation.AggregationSettings
+
 /** The KPL-facing part of the options: two writers with equal configs share one KPL daemon. */
 private[sparkkinesis] final case class ProducerConfig(
     region: Option[String],
@@ -22,6 +24,12 @@ private[sparkkinesis] final case class ProducerConfig(
   /** The user's KPL settings as the KPL reads them: its own defaults where none is set. */
   def kpc: io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration =
     KplSettings.applyTo(new io.github.sparkkinesis.shaded.kpl.KinesisProducerConfiguration(), kplSettings)
+
+  /** How the writer aggregates: the user's KPL settings as the KPL reads them, `gather_ms` and `ordered`; with no
+    * `AggregationMaxSize` set, the writer sizes its aggregates to PUT units.
+    */
+  def aggregationSettings: AggregationSettings =
+    AggregationSettings.of(kpc, !kpl.contains("AggregationMaxSize"), gatherMs, ordered)
 
   /** Whether the writer builds the aggregates (aggregation='writer', unless the user turned aggregation off). */
   def aggregatesInWriter: Boolean =

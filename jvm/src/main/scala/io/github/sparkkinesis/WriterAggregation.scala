@@ -39,8 +39,7 @@ private[sparkkinesis] object WriterAggregation {
       replaced
     )
 
-  private def settings(p: SharedProducer): AggregationSettings =
-    AggregationSettings.of(p.config.kpc, p.config.gatherMs, p.config.ordered)
+  private def settings(p: SharedProducer): AggregationSettings = p.config.aggregationSettings
 
   /** `record` of the task `owner` as the aggregation takes it; `key` and `keyUtf8` null for a record without a
     * partition key.

@@ -179,7 +179,7 @@ class AggregationSuite extends AnyFunSuite {
   }
 
   test("an aggregate holds at most a quarter second of its shard's quota (below RateLimit=20)") {
-    def max(rateLimit: Long) = AggregationSettings(51200, Long.MaxValue, 100, 60000, rateLimit).aggregateMaxBytes
+    def max(rateLimit: Long) = AggregationSettings(51200, Long.MaxValue, 100, 60000, rateLimit).fullBytes
     assert(max(100) == 51200 && max(20) == 51200 && max(4) == 10485 && max(1) == 2621)
     val fakes = new FakePool
     val w = writerAgg(fakes, Map("kpl.RateLimit" -> "1", "kpl.RecordMaxBufferedTime" -> "50"))

@@ -55,7 +55,7 @@ private[sparkkinesis] final class Pacing(scheduler: Scheduler, metrics: Aggregat
     if (b.rule.startsGather(b)) scheduler.after(b.rule.gatherNanos)(() => gatherEnded(b))
 
   private def gatherEnded(b: ShardBuffer): Unit = b.synchronized {
-    b.rule.gatherEnded(b, b.quota.waitFor(b.maxQuotaBytes)) match {
+    b.rule.gatherEnded(b, b.quota.waitFor(b.fullBytes)) match {
       case SealRule.Go                => dispatch(b, b.seal())
       case SealRule.WaitForRoom(wait) => scheduler.after(wait)(() => roomCame(b))
       case SealRule.Stay              =>

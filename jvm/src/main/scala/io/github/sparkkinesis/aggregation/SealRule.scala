@@ -2,8 +2,9 @@ package io.github.sparkkinesis.aggregation
 
 /** When a shard's buffer goes, and why: the one rule of sealing, one per [[ShardBuffer]]. It answers; [[Pacing]] acts
   * on the answer (tickets on the scheduler, the shard's quota, the order of its aggregates). A buffer is sealed:
-  *   - '''full''': the next record would take it over `AggregationMaxSize`, or it holds `AggregationMaxCount` records
-  *     ([[overflows]], [[full]]; asked by [[ShardBuffer.add]]);
+  *   - '''full''': the next record would take it past the PUT unit it ends in, and it is where it should close
+  *     ([[closesBefore]]: past `AggregationMaxSize`, or, unless the user set that, the end of a unit that it fills
+  *     well), or it holds `AggregationMaxCount` records ([[full]]; both asked by [[ShardBuffer.add]]);
   *   - '''idle''': its shard has fewer than [[SealRule.IdleInFlight]] aggregates in flight and none waiting for its
   *     quota, and does not fill an aggregate within its pace window ([[fillsWithinLinger]]): it gathers for `gather_ms`
   *     ([[gatherNanos]]; [[SealRule.DefaultGatherMs]]), then goes if the quota has room for a full aggregate, else when
@@ -60,8 +61,27 @@ private[aggregation] final class SealRule(settings: AggregationSettings, clock: 
     */
   private var lingered = false
 
-  /** Full by size: an aggregate of `bytes` (the open one with the next record) is over `AggregationMaxSize`. */
-  def overflows(bytes: Long): Boolean = bytes > settings.aggregateMaxBytes
+  /** Full by size: whether the open aggregate, of `bytes` now (its data and partition key, as Kinesis bills them),
+    * closes before a record that would take it to `withNext` bytes, `bucket` the most its shard's quota holds now
+    * ([[ShardQuota.burst]]). Kinesis bills each record in PUT units of 25 KiB, rounded up ([[SealRule.PutUnitBytes]]),
+    * so where an aggregate closes decides what its bytes cost: one that closes a little way into a unit pays the whole
+    * unit. It closes when the record would take it past [[AggregationSettings.growBytes]], or past `bucket` (half a
+    * second of the producer's share of the shard: 512 KiB for a writer alone at `RateLimit=100`; a bigger one would
+    * leave the quota that paces the shard in debt) but not below [[AggregationSettings.fullBytes]], or, from its third
+    * unit on, when the record would start a unit and the units it has are full within [[SealRule.UnitSlack]], or no
+    * later unit's end within that size would be fuller, records like this one coming ([[fillLater]]). From the third
+    * unit on: an aggregate of small records closes near two units, as the KPL's default `AggregationMaxSize` does,
+    * rather than at every unit (twice the Kinesis records to build, send and confirm). At a shard's pace the linger, an
+    * idle shard's gather and a commit close aggregates where they stand, as before.
+    */
+  def closesBefore(bytes: Long, withNext: Long, bucket: Long): Boolean = {
+    val max = math.max(settings.fullBytes, math.min(settings.growBytes, bucket))
+    withNext > max || settings.sizedByWriter && withNext > MinUnits * PutUnitBytes &&
+    units(withNext) > units(bytes) && {
+      val now = fill(bytes)
+      now <= 1.0 + UnitSlack || now <= fillLater(bytes, withNext - bytes, max)
+    }
+  }
 
   /** Full by count: `records` reached `AggregationMaxCount`. */
   def full(records: Int): Boolean = records >= settings.maxCount
@@ -109,7 +129,7 @@ private[aggregation] final class SealRule(settings: AggregationSettings, clock: 
   def fillsWithinLinger(records: Int, size: Long): Boolean = {
     val now = clock.nanoTime()
     roll(now)
-    val max = settings.aggregateMaxBytes
+    val max = settings.fullBytes
     val elapsed = now - windowStart
     val open = now - openedAt
     windowBytes >= max || lastPace >= max ||
@@ -161,6 +181,39 @@ private[aggregation] final class SealRule(settings: AggregationSettings, clock: 
 }
 
 private[sparkkinesis] object SealRule {
+
+  /** A PUT payload unit: Kinesis bills each record's data and partition key in 25 KiB units, rounded up. */
+  val PutUnitBytes = 25600L
+
+  /** An aggregate grows past two units only to fill them: below that it closes as the KPL's default size does. */
+  val MinUnits = 2
+
+  /** An aggregate whose units are full within this share of its bytes closes at the next unit's start: 2 %, well within
+    * the 5 % over the floor (the records' bytes in units) an aggregate is allowed to cost.
+    */
+  val UnitSlack = 0.02
+
+  private def units(bytes: Long): Long = (bytes + PutUnitBytes - 1) / PutUnitBytes
+
+  /** What an aggregate of `bytes` costs over its bytes: its units' bytes over them (1.0 when it ends at a unit's end).
+    */
+  private def fill(bytes: Long): Double = units(bytes).toDouble * PutUnitBytes / bytes
+
+  /** The best [[fill]] the aggregate of `bytes` would reach at a later unit's end, growing by `next` bytes a record up
+    * to `max`: the records that fit before each later unit's end, and those that fit before `max`.
+    */
+  private[aggregation] def fillLater(bytes: Long, next: Long, max: Long): Double = {
+    var best = Double.MaxValue
+    var end = (units(bytes) + 1) * PutUnitBytes
+    var last = false
+    while (!last) {
+      last = end >= max
+      val k = (math.min(end, max) - bytes) / next // records of `next` bytes that fit before this unit's end
+      if (k > 0) best = math.min(best, fill(bytes + k * next))
+      end += PutUnitBytes
+    }
+    best
+  }
 
   /** What a gather's end decides. */
   sealed trait AtGatherEnd

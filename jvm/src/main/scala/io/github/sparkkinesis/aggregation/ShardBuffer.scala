@@ -90,7 +90,11 @@ private[sparkkinesis] final class ShardBuffer(
     var knownHk = if (hk == null) null else hashKeys.get(hk)
     if (
       entries.nonEmpty &&
-      rule.overflows(sizeWith(p, size, known, keys.size, knownHk, hashKeys.size) + firstKeyBytes)
+      rule.closesBefore(
+        size + firstKeyBytes,
+        sizeWith(p, size, known, keys.size, knownHk, hashKeys.size) + firstKeyBytes,
+        quota.burst
+      )
     ) {
       out += seal()
       known = null
@@ -131,8 +135,8 @@ private[sparkkinesis] final class ShardBuffer(
 
   def isEmpty: Boolean = entries.isEmpty
 
-  /** The most an aggregate of this buffer costs its shard's quota. */
-  def maxQuotaBytes: Long = settings.aggregateMaxBytes
+  /** A full aggregate's bytes: the quota has room for one when an idle shard's buffer goes ([[Pacing]]). */
+  def fullBytes: Long = settings.fullBytes
 
   /** Whether records come fast enough to fill an aggregate within the linger ([[SealRule.fillsWithinLinger]]). */
   def fillsWithinLinger: Boolean = rule.fillsWithinLinger(entries.length, size)

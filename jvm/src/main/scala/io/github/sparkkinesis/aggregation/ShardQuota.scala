@@ -38,6 +38,12 @@ private[sparkkinesis] final class ShardQuota(
     records = math.min(records, burstRecords)
   }
 
+  /** The most the bucket holds at the producer's current share: what one aggregate may cost without going into debt. */
+  def burst: Long = {
+    if (share.current != seen) rescale()
+    burstBytes.toLong
+  }
+
   /** Takes one Kinesis record of `quotaBytes` (data and partition key, as Kinesis counts them): 0 when taken, else the
     * nanoseconds until it can be (at least a millisecond).
     */

@@ -60,7 +60,7 @@ object FleetSim {
 
     val config = options.producer
     val credentials = KplProducerClient.credentials(config)
-    val settings = AggregationSettings.of(config.kpc, config.gatherMs, config.ordered)
+    val settings = config.aggregationSettings
     val calls = new Counter
     val throttles = new Counter
     val warned = new Counter
