@@ -6,12 +6,13 @@ releases the README says are tested."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
 from packaging import tags
 from packaging.utils import parse_wheel_filename
-from spark_kinesis._jar import no_daemon_message
+from spark_kinesis._jar import PLATFORM_FILE, _no_daemon_here, maven_version
 from spark_kinesis._platforms import platforms, where_it_runs
 
 pytestmark = pytest.mark.spark35_leg  # no Spark: where `make test` has room
@@ -68,9 +69,15 @@ def test_the_macos_wheel_is_tagged_for_both_macs() -> None:
     assert osx.wheel_tag == "macosx_10_15_x86_64.macosx_11_0_arm64"  # a compressed tag set: one file, both tags
 
 
-def test_configure_on_windows_names_wsl2_and_connect() -> None:
-    coords = "io.github.spark-kinesis:spark-kinesis-4_2.13:0.1.0"
-    assert no_daemon_message("Windows", "AMD64", coords) == (
+def test_configure_on_windows_names_wsl2_and_connect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What configure() and jar_paths() say from the wheel without jars (its jars/ holds only PLATFORM, "none")."""
+    (tmp_path / PLATFORM_FILE).write_text("none\n")
+    (tmp_path / "elsewhere").mkdir()
+    assert _no_daemon_here(tmp_path / "elsewhere", "4.0.1", "2.13") is None, "a checkout's jars/ has no PLATFORM file"
+    coords = "io.github.spark-kinesis:spark-kinesis-4_2.13:" + maven_version()
+    monkeypatch.setattr("platform.system", lambda: "Windows")
+    monkeypatch.setattr("platform.machine", lambda: "AMD64")
+    assert _no_daemon_here(tmp_path, "4.0.1", "2.13") == (
         "spark_kinesis has no jars here: pip installed its wheel for platforms the KPL ships no daemon for, and this "
         "machine runs Windows AMD64. The KPL's daemon exists for Linux x86_64 (glibc 2.12 or later); Linux aarch64 "
         "(glibc 2.25 or later, with libuuid); macOS 10.15 or later on x86_64, and on Apple silicon through Rosetta 2; "
@@ -78,8 +85,10 @@ def test_configure_on_windows_names_wsl2_and_connect() -> None:
         "spark-kinesis there), or use this machine as a Spark Connect client (SparkSession.builder.remote(...)) of a "
         "Spark server on Linux or macOS that has the jars."
     )
-    other = no_daemon_message("Linux", "riscv64", coords)
-    assert other.endswith(f"or start Spark on one of those platforms with --packages {coords}."), other
+    monkeypatch.setattr("platform.system", lambda: "Linux")
+    monkeypatch.setattr("platform.machine", lambda: "riscv64")
+    other = _no_daemon_here(tmp_path, "4.0.1", "2.13")
+    assert other and other.endswith(f"or start Spark on one of those platforms with --packages {coords}."), other
 
 
 def test_the_docs_list_the_platforms_in_one_place_from_the_table() -> None:

@@ -119,14 +119,9 @@ def _no_daemon_here(jars: Path, spark_version: str, scala_binary: str | None) ->
         return None
     import platform
 
-    return no_daemon_message(platform.system(), platform.machine(), coordinates(spark_version, scala_binary))
-
-
-def no_daemon_message(system: str, machine: str, coordinates: str) -> str:
-    """``configure()``'s words on a machine (``platform.system()``, ``platform.machine()``) the KPL ships no daemon
-    for: where it exists, and the ways that work from here."""
     from spark_kinesis._platforms import where_it_runs
 
+    system, machine = platform.system(), platform.machine()
     said = (
         f"spark_kinesis has no jars here: pip installed its wheel for platforms the KPL ships no daemon for, and this "
         f"machine runs {system} {machine}. The KPL's daemon exists for {where_it_runs()}; there, pip installs the "
@@ -136,7 +131,7 @@ def no_daemon_message(system: str, machine: str, coordinates: str) -> str:
         return said + str(_facts.facts()["windowsAdvice"])
     return said + (
         "From here, the Python API works as a Spark Connect client (the server needs the jars), or start Spark on one "
-        f"of those platforms with --packages {coordinates}."
+        f"of those platforms with --packages {coordinates(spark_version, scala_binary)}."
     )
 
 
