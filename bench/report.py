@@ -39,6 +39,7 @@ PARTS = (
     "dedupe",
     "fleet",
     "ordered",
+    "sizing",
 )
 VARIANTS = {
     "writer": "`foreach(KinesisWriter)`, the default (`aggregation='writer'`)",
@@ -250,12 +251,18 @@ def _dedupe(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None
     return {"config": d["config"], "summary": d["summary"], "runs": runs}
 
 
-def _ordered(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
-    o = result.get("ordered")
-    if not o:
-        return None
-    keep = ("variant", "link", "rep", "rows", "records_per_s", "cpu_s", "throttled", "verify", "bill")
-    return {"config": o["config"], "summary": o["summary"], "runs": [{k: r.get(k) for k in keep} for r in o["runs"]]}
+def _ab(part: str) -> Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None]:
+    """An A/B part's file (bench/run.py AB): its config, summary and each run's figures."""
+
+    def compact(result: dict[str, Any], sm: dict[str, Any]) -> dict[str, Any] | None:
+        o = result.get(part)
+        if not o:
+            return None
+        keep = ("side", "variant", "link", "rep", "rows", "records_per_s", "cpu_s", "throttled", "verify", "bill")
+        runs = [{k: r.get(k) for k in keep} for r in o["runs"]]
+        return {"config": o["config"], "summary": o["summary"], "runs": runs}
+
+    return compact
 
 
 COMPACT = {
@@ -270,7 +277,8 @@ COMPACT = {
     "realtime": _realtime,
     "dedupe": _dedupe,
     "fleet": _fleet,
-    "ordered": _ordered,
+    "ordered": _ab("ordered"),
+    "sizing": _ab("sizing"),
 }
 
 
@@ -895,44 +903,43 @@ def render_dedupe(p: dict[str, Any]) -> str:
     return out
 
 
-def render_ordered(p: dict[str, Any]) -> str:
-    """Per-key order's cost: the foreach writer with ``ordered=True`` over it unordered, in one run."""
+#: An A/B part's sides as its table names them (bench/run.py AB).
+AB_NAMES = {
+    "ordered": "ordered",
+    "unordered": "unordered",
+    "sized": "sized to PUT units",
+    "kpl_size": "AggregationMaxSize=51200",
+}
+
+
+def render_ab(p: dict[str, Any]) -> str:
+    """An A/B part: the foreach writer one way (``on``) over another (``off``), in one run. A file of the ordered part
+    from before its config named its sides is ordered over unordered at 100 B."""
     sm, cfg = p["summary"], p["config"]
+    on, off, payload = cfg.get("on", "ordered"), cfg.get("off", "unordered"), cfg.get("payload", 100)
+    a, b = AB_NAMES[on], AB_NAMES[off]
     out = (
-        f"Run {p['date']} (commit {p['commit']}), {cfg['reps']} repetitions at 100 B, each id its own key: "
+        f"Run {p['date']} (commit {p['commit']}), {cfg['reps']} repetitions at {SIZES[payload]}, each id its own key: "
         f"{cfg['rows']:,} rows unthrottled (kinesalite), {cfg['limited_rows']:,} behind {cfg['limited_shards']} "
-        "shards' quotas (1 MiB/s and 1,000 records/s each, the fault front). Ratios are ordered over unordered, per "
+        f"shards' quotas (1 MiB/s and 1,000 records/s each, the fault front). Ratios are {a} over {b}, per "
         "repetition (median, min-max).\n\n"
-        "| | ordered | unordered | ordered / unordered |\n|---|---|---|---|\n"
+        f"| | {a} | {b} | {a} / {b} |\n|---|---|---|---|\n"
     )
     rows = [
-        ("records/s, unthrottled", "ordered_rate_per_s", "unordered_rate_per_s", "ordered_rate_ratio", 0),
-        (
-            "CPU-s per million records (JVM + daemon)",
-            "ordered_cpu_s_per_m",
-            "unordered_cpu_s_per_m",
-            "ordered_cpu_ratio",
-            1,
-        ),
-        ("PUT units per million records", "ordered_put_units_per_m", "unordered_put_units_per_m", None, 0),
-        (
-            "records/s behind the quotas (the link)",
-            "ordered_limited_rate_per_s",
-            "unordered_limited_rate_per_s",
-            "ordered_link_ratio",
-            0,
-        ),
+        ("records/s, unthrottled", "rate_per_s", "rate_ratio", 0),
+        ("CPU-s per million records (JVM + daemon)", "cpu_s_per_m", "cpu_ratio", 1),
+        ("PUT units per million records", "put_units_per_m", None, 0),
+        ("records/s behind the quotas (the link)", "limited_rate_per_s", "link_ratio", 0),
     ]
-    for label, a, b, ratio, digits in rows:
-        if a not in sm:
+    for label, fig, ratio, digits in rows:
+        if f"{on}_{fig}" not in sm:
             continue
+        x = _m(sm.get(f"{on}_{ratio}"), 3, "×") if ratio else "-"
+        out += f"| {label} | {_m(sm[f'{on}_{fig}'], digits)} | {_m(sm[f'{off}_{fig}'], digits)} | {x} |\n"
+    if f"{on}_throttled" in sm:
         out += (
-            f"| {label} | {_m(sm[a], digits)} | {_m(sm[b], digits)} | {_m(sm.get(ratio), 3, '×') if ratio else '-'} |\n"
-        )
-    if "ordered_throttled" in sm:
-        out += (
-            f"\nRecords throttled behind the quotas, all repetitions: ordered {sm['ordered_throttled']:,}, unordered "
-            f"{sm['unordered_throttled']:,}.\n"
+            f"\nRecords throttled behind the quotas, all repetitions: {a} {sm[f'{on}_throttled']:,}, {b} "
+            f"{sm[f'{off}_throttled']:,}.\n"
         )
     return out
 
@@ -949,7 +956,8 @@ RENDER: dict[str, Callable[[dict[str, Any]], str]] = {
     "realtime": render_realtime,
     "dedupe": render_dedupe,
     "fleet": render_fleet,
-    "ordered": render_ordered,
+    "ordered": render_ab,
+    "sizing": render_ab,
 }
 
 

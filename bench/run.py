@@ -16,6 +16,11 @@ spread over the repetitions. The parts (BENCH_PARTS) and what each writes, overw
   jmh           the hot path, KinesisForeachWriter.process (bench/jvm) -> bench/results/jmh.json
   realtime      Kafka -> real-time mode -> Kinesis, latency per record (bench/realtime.py)
                 -> bench/results/realtime.json
+  dedupe, fleet skip on replay's cost; a fleet's control-plane calls -> bench/results/dedupe.json, fleet.json
+  ordered       ordered=True against the writer unordered, 100 B, unthrottled and behind quotas (AB)
+                -> bench/results/ordered.json
+  sizing        aggregates sized to PUT units against the KPL's 51,200 bytes, 10 KiB, the same way (AB)
+                -> bench/results/sizing.json
 
 Then the plots of those parts (docs/img/bench-<part>*.png), every part's table in docs/benchmarks.md (from the
 files), and a last machine-readable line with every field (n/a for a part this run did not measure):
@@ -50,7 +55,10 @@ BENCH_ROWS_10K [50000], BENCH_ROWS_1K [200000], BENCH_BP_SECONDS [180], BENCH_BP
 BENCH_ROWS_LIMITED [200000], BENCH_SCALE_SECONDS [12], BENCH_SCALE_MULTI_SECONDS [30],
 BENCH_SCALE_FREE_ROWS [300000], BENCH_LARGE_SECONDS [180], BENCH_LARGE_ROWS_PER_S [40],
 BENCH_COST_SCALE [1: 1,000,000 rows of 100 B, 200,000 of 1 KiB, 50,000 of 4 KiB and of 10 KiB, 12,500 of 20 KiB],
-BENCH_PARTS [throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe], BENCH_SKIP [none; overhead,limited],
+BENCH_ORDERED_ROWS [500000], BENCH_ORDERED_LIMITED_ROWS [200000], BENCH_SIZING_ROWS [50000],
+BENCH_SIZING_LIMITED_ROWS [12000],
+BENCH_PARTS [throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe,fleet,ordered,sizing],
+BENCH_SKIP [none; overhead,limited],
 BENCH_SIDES [writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop] (the throughput part's);
 bench/tuning.py's, bench/scale.py's and bench/realtime.py's own (BENCH_TUNE_*, BENCH_SCALE_*, BENCH_RT_*). A run with
 smaller sizes overwrites its parts' files too (their config says so): commit only the runs you mean to publish.
@@ -69,6 +77,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -102,11 +111,8 @@ BP_SECONDS = float(os.environ.get("BENCH_BP_SECONDS", "180"))
 # The throughput part's sides (a before/after comparison of one side needs it and noop only).
 SIDES = os.environ.get("BENCH_SIDES", "writer,writer_kpl,sink,writer_b,boto3,boto3_agg,noop").split(",")
 PARTS = os.environ.get(
-    "BENCH_PARTS", "throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe,fleet,ordered"
+    "BENCH_PARTS", "throughput,cost,tuning,backpressure,large,scale,jmh,realtime,dedupe,fleet,ordered,sizing"
 ).split(",")
-# The ordered part: rows per run at 100 B, unthrottled and behind LIMITED_SHARDS shards' quotas.
-ORDERED_ROWS = int(os.environ.get("BENCH_ORDERED_ROWS", "500000"))
-ORDERED_LIMITED_ROWS = int(os.environ.get("BENCH_ORDERED_LIMITED_ROWS", "200000"))
 # What a record costs as AWS bills it: per payload the rows each side (report.COST_SIDES) writes once; the shards.
 COST_SCALE = float(os.environ.get("BENCH_COST_SCALE", "1"))
 COST_ROWS = {
@@ -735,93 +741,158 @@ def dedupe_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return sm
 
 
-# -- per-key order's cost -----------------------------------------------------------------------
-def ordered(result: dict[str, Any]) -> None:
-    """The foreach writer with ``ordered=True`` against it unordered, alternating on one warm session, at 100 B:
-    unthrottled on kinesalite (rate; CPU per record, the JVM and the KPL daemon; PUT units as billed, read back from
-    the stream), and behind LIMITED_SHARDS shards' quotas through the fault front (1 MiB/s and 1,000 records/s each:
-    the link each holds). Every unthrottled run read back record by record by the KCL's code."""
-    sides = ["writer", "writer_ordered"]
-    runs: list[dict[str, Any]] = []
-    with backends.Kinesalite() as b, spark_side() as side:
-        side.call(cmd="input", name="ordered", start=0, rows=ORDERED_ROWS, files=8)
-        side.call(cmd="input", name="ordered-limited", start=0, rows=ORDERED_LIMITED_ROWS, files=8)
-        side.call(cmd="input", name="ordered-warm", start=WARM_START, rows=ORDERED_ROWS // 10, files=2)
-        for v in sides:
-            b.create_stream(f"{v}-100", SHARDS[100])
+# -- A/B parts: the foreach writer one way against another ---------------------------------------
+@dataclass(frozen=True)
+class AB:
+    """An A/B part: the foreach writer as side ``on`` against side ``off``, alternating on one warm session. A side is
+    its name in the figures (``<name>_rate_per_s`` ...), the spark_side variant and KPL settings over the bench's."""
 
-        def run(variant: str, rep: int) -> None:
-            stream = f"{variant}-100"
-            fresh(b, stream, SHARDS[100])
-            writer = {**b.endpoint_options(), **WRITER}
-            inp = "ordered" if rep >= 0 else "ordered-warm"
-            r = side.run(variant, inp, 100, b.pid, stream=stream, writer=writer, client_kwargs=b.client_kwargs())
+    part: str
+    on: tuple[str, str, dict[str, Any]]
+    off: tuple[str, str, dict[str, Any]]
+    payload: int
+    rows: int
+    limited_rows: int
+    shards: int
+
+
+#: Per-key order's cost: ``ordered=True`` against the writer unordered, at 100 B.
+ORDERED = AB(
+    "ordered",
+    ("ordered", "writer_ordered", {}),
+    ("unordered", "writer", {}),
+    100,
+    int(os.environ.get("BENCH_ORDERED_ROWS", "500000")),
+    int(os.environ.get("BENCH_ORDERED_LIMITED_ROWS", "200000")),
+    SHARDS[100],
+)
+#: Aggregates sized to PUT units against the KPL's 51,200 bytes (AggregationMaxSize set, as before issue 82), at 10 KiB.
+SIZING = AB(
+    "sizing",
+    ("sized", "writer", {}),
+    ("kpl_size", "writer", {"AggregationMaxSize": 51200}),
+    10240,
+    int(os.environ.get("BENCH_SIZING_ROWS", "50000")),
+    int(os.environ.get("BENCH_SIZING_LIMITED_ROWS", "12000")),
+    SHARDS[10240],
+)
+
+
+def a_b(result: dict[str, Any], ab: AB) -> None:
+    """``ab.on`` against ``ab.off`` at ``ab.payload``: unthrottled on kinesalite (rate; CPU per record, the JVM and the
+    KPL daemon; PUT units as billed, read back from the stream), and behind LIMITED_SHARDS shards' quotas through the
+    fault front (1 MiB/s and 1,000 records/s each: the link each holds, and the records throttled). Every unthrottled
+    run read back record by record by the KCL's code."""
+    sides = {name: (variant, kpl) for name, variant, kpl in (ab.on, ab.off)}
+    runs: list[dict[str, Any]] = []
+    inp, lim, warm = ab.part, f"{ab.part}-limited", f"{ab.part}-warm"
+    with backends.Kinesalite() as b, spark_side() as side:
+        side.call(cmd="input", name=inp, start=0, rows=ab.rows, files=8)
+        side.call(cmd="input", name=lim, start=0, rows=ab.limited_rows, files=8)
+        side.call(cmd="input", name=warm, start=WARM_START, rows=ab.rows // 10, files=2)
+
+        def writer_of(base: dict[str, Any], name: str) -> dict[str, Any]:
+            return {**base, "kpl": {**base.get("kpl", {}), **sides[name][1]}, **WRITER}
+
+        def run(name: str, rep: int) -> None:
+            stream = f"{ab.part}-{name}"
+            fresh(b, stream, ab.shards)
+            writer = writer_of(b.endpoint_options(), name)
+            r = side.run(
+                sides[name][0],
+                inp if rep >= 0 else warm,
+                ab.payload,
+                b.pid,
+                stream=stream,
+                writer=writer,
+                client_kwargs=b.client_kwargs(),
+            )
             if rep < 0:
                 return
-            r.update(rep=rep, link="unthrottled", verify=verify(b, stream, ORDERED_ROWS, 1, 0, 100))
+            r.update(side=name, rep=rep, link="unthrottled", verify=verify(b, stream, ab.rows, 1, 0, ab.payload))
             r["bill"] = Bill.of_stream(b.client(), stream).per_million()
             say(
-                f"  rep {rep} {variant:14s} 100 B: {r['records_per_s']:>10,.0f} rec/s "
+                f"  rep {rep} {name:14s} {ab.payload} B: {r['records_per_s']:>10,.0f} rec/s "
                 f"cpu={ {k: round(v, 1) for k, v in r['cpu_s'].items()} } "
                 f"PUT units/M={r['bill']['put_units_per_m']:,.0f}"
             )
             runs.append(r)
 
-        for v in sides:
-            run(v, -1)
+        for name in sides:
+            b.create_stream(f"{ab.part}-{name}", ab.shards)
+            run(name, -1)
         for rep in range(REPS):
-            for v in rotate(sides, rep):
-                run(v, rep)
+            for name in rotate(list(sides), rep):
+                run(name, rep)
         with backends.Kinesalite(tls=False) as up, FaultFront(up.url) as front:
             front.enforce_shard_limits(bytes_per_s=1024 * 1024, records_per_s=1000)
-            writer = {**loopback_writer_options(front.endpoint, **backends.KPL_BASE), **WRITER}
+            base = loopback_writer_options(front.endpoint, **backends.KPL_BASE)
             kwargs = {**up.client_kwargs(), "endpoint_url": front.endpoint}
-            for v in sides:
-                up.create_stream(f"lim-{v}", LIMITED_SHARDS)
+            for name in sides:
+                up.create_stream(f"lim-{name}", LIMITED_SHARDS)
             for rep in range(REPS):
-                for v in rotate(sides, rep):
-                    stream = f"lim-{v}"
+                for name in rotate(list(sides), rep):
+                    stream = f"lim-{name}"
                     fresh(up, stream, LIMITED_SHARDS)
                     throttled = front.stats()["throttled_records"]
-                    r = side.run(v, "ordered-limited", 100, up.pid, stream=stream, writer=writer, client_kwargs=kwargs)
-                    r.update(rep=rep, link="limited", throttled=front.stats()["throttled_records"] - throttled)
-                    say(f"  rep {rep} {v:14s} 100 B, behind quotas: {r['records_per_s']:>8,.0f} rec/s")
+                    r = side.run(
+                        sides[name][0],
+                        lim,
+                        ab.payload,
+                        up.pid,
+                        stream=stream,
+                        writer=writer_of(base, name),
+                        client_kwargs=kwargs,
+                    )
+                    r.update(
+                        side=name, rep=rep, link="limited", throttled=front.stats()["throttled_records"] - throttled
+                    )
+                    say(f"  rep {rep} {name:14s} {ab.payload} B, behind quotas: {r['records_per_s']:>8,.0f} rec/s")
                     runs.append(r)
-    config = {"rows": ORDERED_ROWS, "limited_rows": ORDERED_LIMITED_ROWS, "limited_shards": LIMITED_SHARDS}
-    result["ordered"] = {"config": {**config, "reps": REPS}, "runs": runs, "summary": ordered_summary(runs)}
+    config = {
+        "rows": ab.rows,
+        "limited_rows": ab.limited_rows,
+        "limited_shards": LIMITED_SHARDS,
+        "payload": ab.payload,
+        "on": ab.on[0],
+        "off": ab.off[0],
+        "settings": {name: kpl for name, (_, kpl) in sides.items()},
+    }
+    result[ab.part] = {
+        "config": {**config, "reps": REPS},
+        "runs": runs,
+        "summary": ab_summary(runs, ab.on[0], ab.off[0]),
+    }
 
 
-def ordered_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each repetition's ratios, ordered over unordered: rate and CPU per record unthrottled, PUT units, rate behind
-    the quotas."""
+def ab_summary(runs: list[dict[str, Any]], on_side: str, off_side: str) -> dict[str, Any]:
+    """Each repetition's ratios, ``on_side`` over ``off_side``: rate and CPU per record unthrottled, PUT units, rate
+    behind the quotas; each figure named after its side."""
 
-    def by(variant: str, link: str) -> dict[int, dict[str, Any]]:
-        return {r["rep"]: r for r in runs if r["variant"] == variant and r["link"] == link}
+    def by(side: str, link: str) -> dict[int, dict[str, Any]]:
+        return {r["rep"]: r for r in runs if r["side"] == side and r["link"] == link}
 
     def cpu(r: dict[str, Any]) -> float:
         used: float = r["cpu_s"]["jvm"] + r["cpu_s"]["kpl_daemon"]
         return used / float(r["rows"]) * 1e6
 
     sm: dict[str, Any] = {}
-    off, on = by("writer", "unthrottled"), by("writer_ordered", "unthrottled")
+    off, on = by(off_side, "unthrottled"), by(on_side, "unthrottled")
     reps = sorted(set(off) & set(on))
     if reps:
-        sm["ordered_rate_ratio"] = spread([on[k]["records_per_s"] / off[k]["records_per_s"] for k in reps])
-        sm["ordered_cpu_ratio"] = spread([cpu(on[k]) / cpu(off[k]) for k in reps])
-        sm["ordered_cpu_s_per_m"] = spread([cpu(on[k]) for k in reps])
-        sm["unordered_cpu_s_per_m"] = spread([cpu(off[k]) for k in reps])
-        sm["ordered_put_units_per_m"] = spread([on[k]["bill"]["put_units_per_m"] for k in reps])
-        sm["unordered_put_units_per_m"] = spread([off[k]["bill"]["put_units_per_m"] for k in reps])
-        sm["ordered_rate_per_s"] = spread([on[k]["records_per_s"] for k in reps])
-        sm["unordered_rate_per_s"] = spread([off[k]["records_per_s"] for k in reps])
-    off, on = by("writer", "limited"), by("writer_ordered", "limited")
+        sm[f"{on_side}_rate_ratio"] = spread([on[k]["records_per_s"] / off[k]["records_per_s"] for k in reps])
+        sm[f"{on_side}_cpu_ratio"] = spread([cpu(on[k]) / cpu(off[k]) for k in reps])
+        for name, rs in ((on_side, on), (off_side, off)):
+            sm[f"{name}_cpu_s_per_m"] = spread([cpu(rs[k]) for k in reps])
+            sm[f"{name}_put_units_per_m"] = spread([rs[k]["bill"]["put_units_per_m"] for k in reps])
+            sm[f"{name}_rate_per_s"] = spread([rs[k]["records_per_s"] for k in reps])
+    off, on = by(off_side, "limited"), by(on_side, "limited")
     reps = sorted(set(off) & set(on))
     if reps:
-        sm["ordered_link_ratio"] = spread([on[k]["records_per_s"] / off[k]["records_per_s"] for k in reps])
-        sm["ordered_limited_rate_per_s"] = spread([on[k]["records_per_s"] for k in reps])
-        sm["unordered_limited_rate_per_s"] = spread([off[k]["records_per_s"] for k in reps])
-        sm["ordered_throttled"] = sum(on[k]["throttled"] for k in reps)
-        sm["unordered_throttled"] = sum(off[k]["throttled"] for k in reps)
+        sm[f"{on_side}_link_ratio"] = spread([on[k]["records_per_s"] / off[k]["records_per_s"] for k in reps])
+        for name, rs in ((on_side, on), (off_side, off)):
+            sm[f"{name}_limited_rate_per_s"] = spread([rs[k]["records_per_s"] for k in reps])
+            sm[f"{name}_throttled"] = sum(rs[k]["throttled"] for k in reps)
     return sm
 
 
@@ -1032,8 +1103,9 @@ def main() -> int:
             dedupe(result)
         if "fleet" in PARTS:
             fleet(result)
-        if "ordered" in PARTS:
-            ordered(result)
+        for ab in (ORDERED, SIZING):
+            if ab.part in PARTS:
+                a_b(result, ab)
         if "realtime" in PARTS:
             with tempfile.TemporaryDirectory(prefix="bench-rt-") as tmp:
                 realtime(result, Path(tmp) / "realtime.json")
