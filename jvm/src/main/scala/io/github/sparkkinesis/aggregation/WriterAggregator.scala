@@ -11,11 +11,12 @@ import io.github.sparkkinesis.shaded.kpl.UserRecordResult
   * shard, a buffer shared by every task of the JVM writing through that producer. Each record goes to the shard whose
   * hash-key range holds its explicit hash key or its partition key's MD5, from the stream's layout ([[StreamLayouts]]).
   * A buffer is sealed into one KPL-format aggregate when its shard is idle (few of its aggregates in flight, none
-  * waiting for its quota), a millisecond after its first record ([[SealRule]]), else by `AggregationMaxSize`,
-  * `AggregationMaxCount`, a linger of `RecordMaxBufferedTime` from its first record, or a commit of a task with records
-  * in it; the aggregate goes, within its shard's quota ([[Pacing]]), to the producer as one record whose explicit hash
-  * key (its first record's) lies in that shard, so the daemon predicts, collects and sends it as it would its own. The
-  * answer is checked by the [[RetryPolicy]]: placement, throttling.
+  * waiting for its quota), a millisecond after its first record ([[SealRule]]), else when full (sized to PUT units,
+  * [[SealRule.closesBefore]], or by the user's `AggregationMaxSize`) or at `AggregationMaxCount`, a linger of
+  * `RecordMaxBufferedTime` from its first record, or a commit of a task with records in it; the aggregate goes, within
+  * its shard's quota ([[Pacing]]), to the producer as one record whose explicit hash key (its first record's) lies in
+  * that shard, so the daemon predicts, collects and sends it as it would its own. The answer is checked by the
+  * [[RetryPolicy]]: placement, throttling.
   *
   * Streams whose RecordDistributionStrategy is AUTO get no aggregates, nor do records without a partition key, records
   * too big for an aggregate, and streams whose layout cannot be read yet: those go [[Alone]]; records too big for an
