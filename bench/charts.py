@@ -151,16 +151,22 @@ def cost(parts: dict[str, Any]) -> Figures:
     at = {(r["variant"], r["payload"]): r["put_over_floor"] for r in p["runs"]}
     sides = [s for s in COLORS if s != "boto3" and any(v == s for v, _ in at)]
     fig, ax = _plt().subplots(figsize=(8.2, 3.6))
+    top = 1.4  # what lies above is drawn at the edge, its figure beside it: the sizes' differences stay readable
     for side in sides:
         xs = [i for i, size in enumerate(sizes) if (side, size) in at]
-        ys = [at[(side, sizes[i])] for i in xs]
+        ys = [min(at[(side, sizes[i])], top) for i in xs]
         ours = side in OURS
         width = 3.5 if side == "writer" else 1.5 if ours else 1  # the sink's line shows over the writer's
         ax.plot(xs, ys, "o-" if ours else "s--", color=COLORS[side], gid=side, label=NAMES[side], lw=width)
-    for i, size in enumerate(sizes):  # the default writer's figures, under its points
+        for i in xs:
+            if at[(side, sizes[i])] > top:
+                x = at[(side, sizes[i])]
+                ax.annotate(f"{x:.2f}×", (i, top), xytext=(6, -4), textcoords="offset points", fontsize=7.5, bbox=BOX)
+    for i, size in enumerate(sizes):  # the default writer's figures, over its points
         if ("writer", size) in at:
             x = at[("writer", size)]
-            ax.annotate(f"{x:.2f}×", (i, x), xytext=(0, -12), textcoords="offset points", ha="center", fontsize=7.5)
+            ax.annotate(f"{x:.2f}×", (i, x), xytext=(0, 9), textcoords="offset points", ha="center", fontsize=7.5)
+    ax.set_ylim(0.95, top + 0.05)
     ax.axhline(1.0, color="black", lw=1)
     ax.axhline(1.05, color="dimgray", lw=0.8, ls=":")
     ax.set_xticks(range(len(sizes)), [SIZES[s] for s in sizes])

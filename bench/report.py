@@ -515,24 +515,23 @@ def render_cost(p: dict[str, Any]) -> str:
         "units), Kinesis records, and on-demand KiB (each record rounded up to 1 KiB).",
     )
     sizes = list(dict.fromkeys(r["payload"] for r in p["runs"]))
-    rows = []
-    for v in dict.fromkeys(r["variant"] for r in p["runs"]):
-        by = {r["payload"]: r for r in p["runs"] if r["variant"] == v}
-        cells = [
-            f"{r['put_units_per_m']:,.0f} (**{r['put_over_floor']:.2f}×**); {r['kinesis_records_per_m']:,.0f}; "
-            f"{r['on_demand_kib_per_m']:,.0f}"
-            if (r := by.get(size))
-            else "–"
-            for size in sizes
-        ]
-        rows.append([VARIANTS.get(v, v), *cells])
+    sides = list(dict.fromkeys(r["variant"] for r in p["runs"]))
+    at = {(r["variant"], r["payload"]): r for r in p["runs"]}
+
+    def table(cell: Callable[[dict[str, Any]], str]) -> str:
+        rows = [[VARIANTS.get(v, v), *(cell(r) if (r := at.get((v, s))) else "–" for s in sizes)] for v in sides]
+        return _table(["side", *(SIZES[s] for s in sizes)], rows)
+
     floors = ", ".join(
         f"{SIZES[s]} {r['floor_put_units_per_m']:,.0f}"
         for s in sizes
         if (r := next((x for x in p["runs"] if x["payload"] == s), None))
     )
-    out += _table(["side", *(f"{SIZES[s]}: units (× floor); records; on-demand KiB" for s in sizes)], rows)
-    return out + f"\nThe floor, PUT payload units per million: {floors}.\n"
+    out += "PUT payload units per million records (over the floor):\n\n"
+    out += table(lambda r: f"{r['put_units_per_m']:,.0f} (**{r['put_over_floor']:.2f}×**)")
+    out += f"\nThe floor, PUT payload units per million: {floors}.\n\nKinesis records; on-demand KiB, per million:\n\n"
+    out += table(lambda r: f"{r['kinesis_records_per_m']:,.0f}; {r['on_demand_kib_per_m']:,.0f}")
+    return out
 
 
 def render_fleet(p: dict[str, Any]) -> str:
