@@ -20,10 +20,9 @@ package io.github.sparkkinesis.aggregation
   *
   * Why growth by answers: a writer must hear of its overshoot before it grows past its part, and it hears only through
   * its own requests. Growing by a part of itself per answer, a writer's throttled part of its requests settles near
-  * `Growth / (Cut × √share)`, which rises only as the square root of the number of writers: 256 writers on one shard,
-  * each hearing from Kinesis every 13 s, see 0.95 % of their requests throttled, 8 writers 0.16 %
-  * (RateShareSimulationSuite). A writer alone is never throttled and keeps the whole of `RateLimit`. Thread-safe: the
-  * stream's shard buffers share it.
+  * `Growth / (Cut × √share)`, which rises only as the square root of the number of writers (RateShareSimulationSuite
+  * holds 1 to 256 writers to its bounds; docs/configuration.md, "Several executors, one stream"). A writer alone is
+  * never throttled and keeps the whole of `RateLimit`. Thread-safe: the stream's shard buffers share it.
   */
 private[sparkkinesis] final class RateShare(
     clock: Clock,

@@ -222,11 +222,11 @@ private[sparkkinesis] object SealRule {
   final case class WaitForRoom(nanos: Long) extends AtGatherEnd
 
   /** A shard with fewer of its aggregates in flight than this is idle: what its buffer holds goes after the gather.
-    * Two, not one as in Nagle's rule: the KPL daemon answers a record 5 to 15 ms after it is put even on loopback (from
-    * the JVM it drains its pipe after sleeps that double from 0.1 to 10 ms while none comes, and it writes answers back
-    * after 5 ms sleeps while it has none), so input that comes in bursts (a real-time query's Kafka polls) would wait
-    * for that answer, burst after burst. More than two cost aggregates at a steady rate, each a Kinesis record to
-    * build, send and confirm (docs/configuration.md, "Low latency", has the figures).
+    * Two, not one as in Nagle's rule: the KPL daemon answers a record only after its pipes' polls, even on loopback
+    * (from the JVM it drains its pipe after sleeps that double from 0.1 to 10 ms while none comes, and it writes
+    * answers back after 5 ms sleeps while it has none), so input that comes in bursts (a real-time query's Kafka polls)
+    * would wait for that answer, burst after burst. More than two cost aggregates at a steady rate, each a Kinesis
+    * record to build, send and confirm (docs/configuration.md, "Low latency", has the figures).
     */
   val IdleInFlight = 2
 
