@@ -31,13 +31,13 @@ private[sparkkinesis] final case class AggregationSettings(
   /** What the pace and idle rules count as a full aggregate ([[SealRule]]): `AggregationMaxSize`, at most a quarter
     * second of the shard's bytes (which binds only below `RateLimit=20`).
     */
-  def fullBytes: Long = math.min(maxSize, quarterSecond)
+  val fullBytes: Long = math.min(maxSize, quarterSecond)
 
   /** How big an aggregate may grow: [[fullBytes]] when the user set `AggregationMaxSize`; else a Kinesis record (1
     * MiB), so it can close where its last PUT unit is full ([[SealRule.closesBefore]], which also keeps it within its
     * shard's quota bucket).
     */
-  def growBytes: Long = if (sizedByWriter) math.max(fullBytes, AggregationSettings.KinesisRecordBytes) else fullBytes
+  val growBytes: Long = if (sizedByWriter) math.max(fullBytes, AggregationSettings.KinesisRecordBytes) else fullBytes
 }
 
 private[sparkkinesis] object AggregationSettings {

@@ -74,14 +74,16 @@ private[aggregation] final class SealRule(settings: AggregationSettings, clock: 
     * rather than at every unit (twice the Kinesis records to build, send and confirm). At a shard's pace the linger, an
     * idle shard's gather and a commit close aggregates where they stand, as before.
     */
-  def closesBefore(bytes: Long, withNext: Long, bucket: Long): Boolean = {
-    val max = math.max(settings.fullBytes, math.min(settings.growBytes, bucket))
-    withNext > max || settings.sizedByWriter && withNext > MinUnits * PutUnitBytes &&
-    units(withNext) > units(bytes) && {
-      val now = fill(bytes)
-      now <= 1.0 + UnitSlack || now <= fillLater(bytes, withNext - bytes, max)
-    }
-  }
+  def closesBefore(bytes: Long, withNext: Long, bucket: => Long): Boolean =
+    withNext > settings.fullBytes && (!settings.sizedByWriter || {
+      // Only past two units (`fullBytes` is at most `AggregationMaxSize`'s default then): the per-record path below
+      // that reads neither the quota nor the units.
+      val max = math.max(settings.fullBytes, math.min(settings.growBytes, bucket))
+      withNext > max || withNext > MinUnits * PutUnitBytes && units(withNext) > units(bytes) && {
+        val now = fill(bytes)
+        now <= 1.0 + UnitSlack || now <= fillLater(bytes, withNext - bytes, max)
+      }
+    })
 
   /** Full by count: `records` reached `AggregationMaxCount`. */
   def full(records: Int): Boolean = records >= settings.maxCount

@@ -38,9 +38,12 @@ private[sparkkinesis] final class ShardQuota(
     records = math.min(records, burstRecords)
   }
 
+  /** Rescales the bucket when the share moved since it was last used. */
+  private def followShare(): Unit = if (share.current != seen) rescale()
+
   /** The most the bucket holds at the producer's current share: what one aggregate may cost without going into debt. */
   def burst: Long = {
-    if (share.current != seen) rescale()
+    followShare()
     burstBytes.toLong
   }
 
@@ -60,7 +63,7 @@ private[sparkkinesis] final class ShardQuota(
     * until it does (at least a millisecond).
     */
   def waitFor(quotaBytes: Long): Long = {
-    if (share.current != seen) rescale()
+    followShare()
     val now = clock.nanoTime()
     val elapsed = (now - stamp) / 1e9
     stamp = now
@@ -78,7 +81,7 @@ private[sparkkinesis] final class ShardQuota(
     * may go into debt, and what follows waits until it is repaid.
     */
   def charge(quotaBytes: Int): Unit = {
-    if (share.current != seen) rescale()
+    followShare()
     val now = clock.nanoTime()
     val elapsed = (now - stamp) / 1e9
     stamp = now
