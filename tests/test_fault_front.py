@@ -181,6 +181,20 @@ def test_fail_requests_http500(front: FaultFront, client: Any) -> None:
     assert stats["http500"] == 1 and stats["forwarded"] == 2
 
 
+def test_failed_requests_are_evenly_spaced(front: FaultFront, client: Any) -> None:
+    """A quarter of the requests fail: the 4th and the 8th, counted from the call, so a short test sees its faults."""
+    front.fail_requests(0.25)
+    outcomes = []
+    for _ in range(8):
+        try:
+            client.put_records(StreamName=STREAM, Records=_records(1))
+            outcomes.append("ok")
+        except ClientError as e:
+            outcomes.append(str(e.response["ResponseMetadata"]["HTTPStatusCode"]))
+    front.fail_requests(0)
+    assert outcomes == ["ok", "ok", "ok", "500"] * 2, outcomes
+
+
 def test_fail_records_partial(front: FaultFront, client: Any, km: KinesisMock) -> None:
     front.fail_requests(0.5, mode="partial")
     recs = _records(200)

@@ -247,6 +247,7 @@ class FaultFront:
         self._shards: dict[str, list[_Shard]] = {}
         self._fail_fraction = 0.0
         self._fail_mode = "http500"
+        self._fail_counted = 0  # write requests seen since fail_requests
         self._latency_s = 0.0
         self._writes_gate: asyncio.Event | None = None  # set while writes pass; None: never held
         self._writes_waiting = 0
@@ -372,12 +373,14 @@ class FaultFront:
     def fail_requests(self, fraction: float, mode: str = "http500") -> None:
         """Fail ``fraction`` of PutRecords/PutRecord requests (``"http500"``) or of PutRecords records
         (``"partial"``; a PutRecord is then failed whole) with InternalFailure, or (``"both"``) ``fraction`` of the
-        requests and then of the records of the rest. ``0`` turns it off."""
+        requests and then of the records of the rest. ``0`` turns it off. Failed requests are evenly spaced (the
+        1/fraction-th, counted from this call), so any run of requests holds its share however short; failed
+        records are drawn at random (a request holds many)."""
         if mode not in ("http500", "partial", "both") or not 0.0 <= fraction <= 1.0:
             raise ValueError(f"bad fail_requests({fraction!r}, mode={mode!r})")
 
         def apply() -> None:
-            self._fail_fraction, self._fail_mode = fraction, mode
+            self._fail_fraction, self._fail_mode, self._fail_counted = fraction, mode, 0
 
         self._call(apply)
 
@@ -629,7 +632,7 @@ class FaultFront:
             if refused is not None:
                 return refused
         if op in ("PutRecords", "PutRecord") and self._fail_fraction:
-            if (self._fail_mode != "partial" or op == "PutRecord") and self._rng.random() < self._fail_fraction:
+            if (self._fail_mode != "partial" or op == "PutRecord") and self._fails_next_request():
                 self._stats["http500"] += 1
                 return _error(500, "InternalFailure", "injected")
         auto = "AUTO" in self._strategies.values()  # parse write bodies only then: the benchmarks' front is busy
@@ -640,6 +643,13 @@ class FaultFront:
         if op == "PutRecord" and self._limits:
             return await self._put_record(request, body)
         return await self._forward(request, body)
+
+    def _fails_next_request(self) -> bool:
+        """Whether this write request is one of ``fraction``'s evenly spaced failures: the one where the count of
+        requests times the fraction reaches the next whole number (a test's faults happen by its 1/fraction-th
+        request, not by chance)."""
+        seen = self._fail_counted = self._fail_counted + 1
+        return int(seen * self._fail_fraction) > int((seen - 1) * self._fail_fraction)
 
     def _control_admitted(self, op: str, stream: str) -> bool:
         describe, list_shards = self._control_limits
