@@ -41,7 +41,7 @@ def main() -> None:
     probe.done(
         {
             "module": spark_kinesis.__file__,
-            "jvm_jar": str(spark._jvm.io.github.sparkkinesis.Probes.jarLocation()),
+            "jvm_jar": _location(spark._jvm.io.github.sparkkinesis.KinesisForeachWriter),
             "kpl_jar": _location(spark._jvm.io.github.sparkkinesis.SparkLineCheck),
             "exception": str(q.exception()) if q.exception() else None,
         }

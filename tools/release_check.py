@@ -382,7 +382,8 @@ def _example(package_path: bool) -> str:
     tail = (
         "\njvm = spark._jvm.io.github.sparkkinesis\n"
         "kpl = jvm.SparkLineCheck._java_lang_class.getProtectionDomain().getCodeSource().getLocation()\n"
-        'print("JARS " + json.dumps({"line": str(jvm.Probes.jarLocation()), "kpl": str(kpl)}), flush=True)\n'
+        "line = jvm.KinesisForeachWriter._java_lang_class.getProtectionDomain().getCodeSource().getLocation()\n"
+        'print("JARS " + json.dumps({"line": str(line), "kpl": str(kpl)}), flush=True)\n'
         "spark.stop()\n"
     )
     head = "import json, os, sys\nEMULATOR = json.loads(os.environ['EXAMPLE_EMULATOR'])\nBUCKET = sys.argv[1] + '/'\n"

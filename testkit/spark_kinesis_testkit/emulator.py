@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import shutil
 import socket
@@ -270,6 +269,9 @@ def create_stream(client: Any, name: str, shards: int, timeout_s: float = 30.0) 
         time.sleep(0.05)
 
 
+JMX_SINK = "spark.metrics.conf.*.sink.jmx.class"
+
+
 def loopback_session_builder(
     master: str = "local[2]", app_name: str = "spark-kinesis", jars: str | None = None, metrics_dir: str | None = None
 ) -> Any:
@@ -289,6 +291,8 @@ def loopback_session_builder(
         # Executor JVMs (local-cluster) start KPL daemons too: no EC2 metadata probes there either.
         "spark.executorEnv.AWS_EC2_METADATA_DISABLED": "true",
     }
+    # The producers' metrics sources as MBeans (producer_snapshot reads them, as a user's JMX tool would).
+    conf[JMX_SINK] = "org.apache.spark.metrics.sink.JmxSink"
     if metrics_dir is not None:
         sink = "spark.metrics.conf.*.sink.csv."
         conf.update(
@@ -326,15 +330,88 @@ class ProducerSample:
     bytes_sent: int
     # What queue_limit bounds. outstanding_records is the KPL's count, which also holds its pending metrics request.
     in_flight_records: int
-    users: int  # tasks holding this producer (the pool's count)
+    users: int  # tasks holding this producer (its tasksWriting)
     aggregates_sent: int  # aggregation='writer': aggregates the writer built and handed to the KPL
     resent_records: int  # aggregation='writer': records routed again after an aggregate landed in another shard
     misplaced_aggregates: int  # aggregation='writer': aggregates Kinesis confirmed in another shard than built for
 
 
+#: Each ProducerSample field's metric of the source ``kinesisProducer.<stream>`` (docs/metrics.md) and its JMX type.
+_SAMPLED: dict[str, tuple[str, str]] = {
+    "outstanding_records": ("outstandingRecordsCount", "gauges"),
+    "backpressure_cycles": ("backpressureCycles", "counters"),
+    "outstanding_bytes": ("boundBytes", "gauges"),
+    "records_sent": ("recordsSent", "counters"),
+    "records_failed": ("recordsFailed", "counters"),
+    "bytes_sent": ("bytesSent", "counters"),
+    "in_flight_records": ("boundRecords", "gauges"),
+    "users": ("tasksWriting", "gauges"),
+    "aggregates_sent": ("aggregatesSent", "counters"),
+    "resent_records": ("resentRecords", "counters"),
+    "misplaced_aggregates": ("misplacedAggregates", "counters"),
+}
+
+
 def producer_snapshot(spark: Any) -> list[ProducerSample]:
-    """The live producers of the driver JVM, from ``Probes.producerSnapshot()`` (JSON objects keyed by these fields)."""
-    return [ProducerSample(**p) for p in json.loads(str(spark._jvm.io.github.sparkkinesis.Probes.producerSnapshot()))]
+    """The live producers of the driver JVM, read as a user reads them: each one's metrics source through Spark's
+    ``JmxSink`` (``loopback_session_builder`` turns it on), the MBeans ``metrics:name=<app>.driver.<source>.<metric>``.
+    A producer closed while it is read is left out."""
+    from py4j.protocol import Py4JJavaError
+
+    if spark.sparkContext.getConf().get(JMX_SINK, None) is None:
+        raise RuntimeError(f"producer_snapshot reads Spark's JmxSink: build the session with {JMX_SINK} set")
+    jmx = _MBeans(spark)
+    anchor = ".recordsSent"  # a metric every producer's source has, to find the sources by
+    found = jmx.names(f"metrics:name=*.kinesisProducer.*{anchor},type=*")
+    samples = []
+    for name in sorted(n[: -len(anchor)] for n in found):
+        try:
+            values = {
+                field: jmx.read(f"metrics:name={name}.{metric},type={kind}", "Count" if kind == "counters" else "Value")
+                for field, (metric, kind) in _SAMPLED.items()
+            }
+        except Py4JJavaError:  # InstanceNotFoundException: it closed after the query
+            continue
+        samples.append(ProducerSample(source=name[name.index(".kinesisProducer.") + 1 :], **values))
+    return samples
+
+
+class _MBeans:
+    """The driver JVM's platform MBean server, called through its interface ``javax.management.MBeanServer``: py4j
+    looks methods up on an object's class, and the server's class is in a package the JDK does not export."""
+
+    def __init__(self, spark: Any) -> None:
+        self._jvm, self._gateway = spark._jvm, spark.sparkContext._gateway
+        self._server = self._jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
+        server = self._class("MBeanServer")
+        string = self._jvm.java.lang.Class.forName("java.lang.String")
+        self._query = server.getMethod(
+            "queryNames", self._array(self._jvm.java.lang.Class, [self._class("ObjectName"), self._class("QueryExp")])
+        )
+        self._get = server.getMethod(
+            "getAttribute", self._array(self._jvm.java.lang.Class, [self._class("ObjectName"), string])
+        )
+
+    def names(self, pattern: str) -> list[str]:
+        """The ``name`` property of each MBean ``pattern`` matches."""
+        found = self._query.invoke(self._server, self._array(self._jvm.java.lang.Object, [self._bean(pattern), None]))
+        return [str(n.getKeyProperty("name")) for n in found]
+
+    def read(self, bean: str, attribute: str) -> int:
+        args = self._array(self._jvm.java.lang.Object, [self._bean(bean), attribute])
+        return int(self._get.invoke(self._server, args))
+
+    def _class(self, name: str) -> Any:
+        return self._jvm.java.lang.Class.forName(f"javax.management.{name}")  # a java.lang.Class, for getMethod
+
+    def _bean(self, name: str) -> Any:
+        return self._jvm.javax.management.ObjectName(name)
+
+    def _array(self, of: Any, items: list[Any]) -> Any:
+        array = self._gateway.new_array(of, len(items))
+        for i, item in enumerate(items):
+            array[i] = item
+        return array
 
 
 @dataclass(frozen=True)

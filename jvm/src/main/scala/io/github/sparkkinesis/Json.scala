@@ -1,6 +1,6 @@
 package io.github.sparkkinesis
 
-/** The little JSON the probes and the facts resource (`Facts`, build code in jvm/src/facts) write. */
+/** The little JSON the facts resource (`Facts`, build code in jvm/src/facts) writes. */
 private[sparkkinesis] object Json {
   def str(s: String): String = "\"" + s.flatMap {
     case '"'          => "\\\""

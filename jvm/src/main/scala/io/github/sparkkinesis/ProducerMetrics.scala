@@ -9,7 +9,11 @@ import io.github.sparkkinesis.compat.CollectionConverters._
   * histogram is sampled (1 in [[ProducerMetrics.LatencySampleEvery]]) and the KPL daemon's own metrics are polled off
   * the hot path by the pool's reaper thread.
   */
-private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long, bound: RecordBound) {
+private[sparkkinesis] final class ProducerMetrics(
+    outstandingRecords: () => Long,
+    tasksWriting: () => Int,
+    bound: RecordBound
+) {
   import ProducerMetrics._
 
   val registry = new MetricRegistry
@@ -36,6 +40,8 @@ private[sparkkinesis] final class ProducerMetrics(outstandingRecords: () => Long
   registry.register("boundRecords", gauge(bound.records.get))
   registry.register("boundBytes", gauge(bound.bytes.get))
   registry.register("boundFill", gauge(bound.fill))
+  // Tasks holding the producer now: 0 between tasks, while it waits out producer_idle_timeout_ms.
+  registry.register("tasksWriting", gauge(tasksWriting()))
 
   @volatile private var daemon: Map[String, Double] = Map.empty
   DaemonMetrics.foreach { case (name, _) => registry.register(name, gauge(daemon.getOrElse(name, Double.NaN))) }
@@ -63,7 +69,7 @@ private[sparkkinesis] object ProducerMetrics {
     * each name is written once, where its metric is made.
     */
   lazy val names: Seq[String] = {
-    val template = new ProducerMetrics(() => 0L, new RecordBound(1, 1L))
+    val template = new ProducerMetrics(() => 0L, () => 0, new RecordBound(1, 1L))
     template.registry.getNames.asScala.toSeq
   }
 }

@@ -118,10 +118,7 @@ private[sparkkinesis] final class ProducerPool(
     busy.isEmpty
   }
 
-  /** How many tasks hold `p` now (read under the pool's lock). */
-  def users(p: SharedProducer): Int = synchronized(p.refs)
-
-  /** Producers currently alive (test and metrics hook); a strict copy, safe to use outside the lock. */
+  /** Producers currently alive; a strict copy, safe to use outside the lock. */
   def live: Seq[SharedProducer] = synchronized(producers.values.toList ++ retired.toList)
 
   /** `kinesisProducer.<label>`, suffixed when another live producer (another config) has it. */

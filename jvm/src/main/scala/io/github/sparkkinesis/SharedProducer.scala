@@ -20,7 +20,7 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
   def config: ProducerConfig = key.config
 
   val bound = new RecordBound(key.queueLimit, key.maxOutstandingBytes)
-  val metrics = new ProducerMetrics(() => client.outstandingRecords, bound)
+  val metrics = new ProducerMetrics(() => client.outstandingRecords, () => refs, bound)
 
   /** Layout reads after a stream's first, and the aggregator's re-sends: off the writers' and the daemon's callback
     * threads. Its thread starts on first use.
@@ -74,7 +74,8 @@ private[sparkkinesis] final class SharedProducer private[sparkkinesis] (
   }
 
   @volatile private[sparkkinesis] var broken = false
-  private[sparkkinesis] var refs = 0
+  // Tasks holding this producer: changed under the pool's lock, read by the metrics' gauge.
+  @volatile private[sparkkinesis] var refs = 0
   private[sparkkinesis] var idleSinceMs = 0L
   private[sparkkinesis] var unregister: () => Unit = () => ()
 
