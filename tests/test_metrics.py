@@ -22,7 +22,7 @@ from helpers import (
 )
 from probe import Probe
 from spark_kinesis import KinesisWriter
-from spark_kinesis_testkit.emulator import read_stream
+from spark_kinesis_testkit.emulator import producer_snapshot, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +82,31 @@ def test_two_writers_report_separately(spark, kinesis, tmp_path, metrics_dir):
     for name, n in sizes.items():
         wait_for(lambda s=name, k=n: csv_total(metrics_dir, s, "recordsSent") == k, 30, f"{name} recordsSent={n}")
         assert writers[name].metrics()["recordsSent"] == n
+
+
+@pytest.mark.e2e
+def test_a_closing_producer_leaves_its_streams_other_producers_metrics(spark, kinesis, stream):
+    """Two configurations writing one stream have two producers, sources ``kinesisProducer.<stream>`` and
+    ``kinesisProducer.<stream>.2``. Spark's removeSource drops every metric whose name starts with the removed
+    source's: the first closing must leave the second's metrics in the sinks (read here through the JmxSink)."""
+    df = spark.createDataFrame([(f"k{i}", payload(i)) for i in range(10)], "partitionKey string, data binary")
+
+    def write(idle_ms: int, buffered_ms: int) -> None:
+        options = kinesis.writer_options(RecordMaxBufferedTime=buffered_ms)
+        w = KinesisWriter(stream_name=stream, producer_idle_timeout_ms=idle_ms, **options)
+        df.write.format("kinesis").options(**w.options()).mode("append").save()
+
+    first, second = f"kinesisProducer.{stream}", f"kinesisProducer.{stream}.2"
+
+    def sources() -> set[str]:
+        return {p.source for p in producer_snapshot(spark)} & {first, second}
+
+    write(5_000, 100)
+    write(3_600_000, 150)  # another configuration, while the first is alive: the suffixed source
+    assert sources() == {first, second}, "both producers alive, each with its source"
+    wait_for(lambda: sources() == {second}, 30, f"the first producer closed, {second} still reported")
+    written = [(f"k{i}", payload(i)) for i in range(10)] * 2  # each write's records, keys and bytes
+    assert sorted((r.partition_key, r.data) for r in read_stream(kinesis.client(), stream)) == sorted(written)
 
 
 DRIVER_KEY = "AKIADRIVERONLY000000"
