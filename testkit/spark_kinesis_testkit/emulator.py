@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -358,18 +359,16 @@ def producer_snapshot(spark: Any) -> list[ProducerSample]:
     A producer closed while it is read is left out."""
     from py4j.protocol import Py4JJavaError
 
-    if spark.sparkContext.getConf().get(JMX_SINK, None) is None:
-        raise RuntimeError(f"producer_snapshot reads Spark's JmxSink: build the session with {JMX_SINK} set")
-    jmx = _MBeans(spark)
-    anchor = ".recordsSent"  # a metric every producer's source has, to find the sources by
-    found = jmx.names(f"metrics:name=*.kinesisProducer.*{anchor},type=*")
+    gateway = spark.sparkContext._gateway
+    jmx = _MBEANS.get(id(gateway))
+    if jmx is None:
+        if spark.sparkContext.getConf().get(JMX_SINK, None) is None:
+            raise RuntimeError(f"producer_snapshot reads Spark's JmxSink: build the session with {JMX_SINK} set")
+        jmx = _MBEANS[id(gateway)] = _MBeans(spark._jvm, gateway)
     samples = []
-    for name in sorted(n[: -len(anchor)] for n in found):
+    for name in jmx.sources():
         try:
-            values = {
-                field: jmx.read(f"metrics:name={name}.{metric},type={kind}", "Count" if kind == "counters" else "Value")
-                for field, (metric, kind) in _SAMPLED.items()
-            }
+            values = jmx.sample(name)
         except Py4JJavaError:  # InstanceNotFoundException: it closed after the query
             continue
         samples.append(ProducerSample(source=name[name.index(".kinesisProducer.") + 1 :], **values))
@@ -377,41 +376,52 @@ def producer_snapshot(spark: Any) -> list[ProducerSample]:
 
 
 class _MBeans:
-    """The driver JVM's platform MBean server, called through its interface ``javax.management.MBeanServer``: py4j
-    looks methods up on an object's class, and the server's class is in a package the JDK does not export."""
+    """The platform MBean server of a driver JVM, called through its interface ``javax.management.MBeanServer`` (py4j
+    looks methods up on an object's class, and the server's class is in a package the JDK does not export). Every call's
+    arguments are made once and kept: a sample is one py4j call per metric, so tests can sample while a write runs."""
 
-    def __init__(self, spark: Any) -> None:
-        self._jvm, self._gateway = spark._jvm, spark.sparkContext._gateway
-        self._server = self._jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
-        server = self._class("MBeanServer")
-        string = self._jvm.java.lang.Class.forName("java.lang.String")
-        self._query = server.getMethod(
-            "queryNames", self._array(self._jvm.java.lang.Class, [self._class("ObjectName"), self._class("QueryExp")])
-        )
-        self._get = server.getMethod(
-            "getAttribute", self._array(self._jvm.java.lang.Class, [self._class("ObjectName"), string])
-        )
+    _ANCHOR = ".recordsSent"  # a metric every producer's source has, to find the sources by
 
-    def names(self, pattern: str) -> list[str]:
-        """The ``name`` property of each MBean ``pattern`` matches."""
-        found = self._query.invoke(self._server, self._array(self._jvm.java.lang.Object, [self._bean(pattern), None]))
-        return [str(n.getKeyProperty("name")) for n in found]
+    def __init__(self, jvm: Any, gateway: Any) -> None:
+        self._jvm, self._gateway = jvm, gateway
+        self._server = jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
+        server, name = self._class("javax.management.MBeanServer"), self._class("javax.management.ObjectName")
+        query = [name, self._class("javax.management.QueryExp")]
+        self._query = server.getMethod("queryNames", self._array(jvm.java.lang.Class, query))
+        get = [name, self._class("java.lang.String")]
+        self._get = server.getMethod("getAttribute", self._array(jvm.java.lang.Class, get))
+        pattern = f"metrics:name=*.kinesisProducer.*{self._ANCHOR},type=*"
+        self._sources = self._array(jvm.java.lang.Object, [jvm.javax.management.ObjectName(pattern), None])
+        self._reads: dict[str, list[tuple[str, Any]]] = {}
 
-    def read(self, bean: str, attribute: str) -> int:
-        args = self._array(self._jvm.java.lang.Object, [self._bean(bean), attribute])
-        return int(self._get.invoke(self._server, args))
+    def sources(self) -> list[str]:
+        """Each live producer's metrics name prefix, ``<app>.driver.kinesisProducer.<stream>``."""
+        found = str(self._query.invoke(self._server, self._sources).toString())
+        return sorted(n[: -len(self._ANCHOR)] for n in re.findall(r"name=([^,\]]+)", found))
+
+    def sample(self, name: str) -> dict[str, int]:
+        if name not in self._reads:
+            self._reads[name] = [
+                (field, self._attribute(f"metrics:name={name}.{metric},type={kind}", kind))
+                for field, (metric, kind) in _SAMPLED.items()
+            ]
+        return {field: int(self._get.invoke(self._server, args)) for field, args in self._reads[name]}
+
+    def _attribute(self, bean: str, kind: str) -> Any:
+        attribute = "Count" if kind == "counters" else "Value"
+        return self._array(self._jvm.java.lang.Object, [self._jvm.javax.management.ObjectName(bean), attribute])
 
     def _class(self, name: str) -> Any:
-        return self._jvm.java.lang.Class.forName(f"javax.management.{name}")  # a java.lang.Class, for getMethod
-
-    def _bean(self, name: str) -> Any:
-        return self._jvm.javax.management.ObjectName(name)
+        return self._jvm.java.lang.Class.forName(name)
 
     def _array(self, of: Any, items: list[Any]) -> Any:
         array = self._gateway.new_array(of, len(items))
         for i, item in enumerate(items):
             array[i] = item
         return array
+
+
+_MBEANS: dict[int, _MBeans] = {}  # by py4j gateway: one driver JVM each
 
 
 @dataclass(frozen=True)
