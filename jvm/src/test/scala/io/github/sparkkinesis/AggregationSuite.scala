@@ -222,7 +222,11 @@ class AggregationSuite extends AnyFunSuite {
     w.open(0, 0)
     val p = fakes.last
     w.process(row("same", "1")) // buffered for its gather
-    val writing = new Thread(() => { w.process(row("same", "x" * 60000)); w.process(row("same", "3")) })
+    @volatile var failed: Throwable = null // what ended the writing thread, if anything did
+    val writing = new Thread(() =>
+      try { w.process(row("same", "x" * 60000)); w.process(row("same", "3")) }
+      catch { case e: Throwable => failed = e }
+    )
     writing.start()
     def waitFor(what: String)(cond: => Boolean): Unit = {
       val deadline = System.nanoTime() + 10000000000L
@@ -233,7 +237,10 @@ class AggregationSuite extends AnyFunSuite {
     p.succeedAllIn(FakeMetadata.even(2))
     waitFor("the record alone sent once the earlier one was confirmed")(p.sent.size == 2)
     assert(p.sent.asScala.last.data.remaining() == 60000)
-    assert(writing.isAlive && p.sent.size == 2, "the next record went before the one alone was confirmed")
+    // Said apart (it failed once in a loaded clean-clone run, unreproduced): a thread that ended, and how, or a third
+    // record sent.
+    assert(failed == null && writing.isAlive, s"the writing thread ended before the one alone was confirmed: $failed")
+    assert(p.sent.size == 2, s"the next record went before the one alone was confirmed: ${p.sent.size} sent")
     p.succeedAllIn(FakeMetadata.even(2))
     writing.join(10000)
     assert(!writing.isAlive, "the next record was written once the one alone was confirmed")
