@@ -180,7 +180,9 @@ def test_every_credentials_source_end_to_end(kinesis, tmp_path):
         assert "No AWS credentials for the KPL from" in msg, f"{name}: {msg[:2000]}"
         for needle in needles:
             assert needle in msg, f"{name}: {needle!r} not in {msg[:2000]}"
-        assert secs < 10, f"{name} took {secs} s to fail"
+        # Fast: without the daemons' error watch it fails after RecordTtl (30 s). Not a speed figure: a loaded
+        # clean-clone make test on a slow 2-core machine took 10.1 s (the job's and the daemon's start included).
+        assert secs < 20, f"{name} took {secs} s to fail (RecordTtl is 30 s)"
     # No secret in any output, and none on any process's command line while the daemons ran.
     out = "".join(r.text() for r in results)
     leaked = sorted(n for n, v in SECRETS.items() if v in out)
