@@ -89,7 +89,8 @@ def test_a_closing_producer_leaves_its_streams_other_producers_metrics(spark, ki
     """Two configurations writing one stream have two producers, sources ``kinesisProducer.<stream>`` and
     ``kinesisProducer.<stream>.2``. Spark's removeSource drops every metric whose name starts with the removed
     source's: the first closing must leave the second's metrics in the sinks (read here through the JmxSink)."""
-    df = spark.createDataFrame([(f"k{i}", payload(i)) for i in range(10)], "partitionKey string, data binary")
+    rows = [(f"k{i}", payload(i)) for i in range(10)]
+    df = spark.createDataFrame(rows, "partitionKey string, data binary")
 
     def write(idle_ms: int, buffered_ms: int) -> None:
         options = kinesis.writer_options(RecordMaxBufferedTime=buffered_ms)
@@ -105,8 +106,8 @@ def test_a_closing_producer_leaves_its_streams_other_producers_metrics(spark, ki
     write(3_600_000, 150)  # another configuration, while the first is alive: the suffixed source
     assert sources() == {first, second}, "both producers alive, each with its source"
     wait_for(lambda: sources() == {second}, 30, f"the first producer closed, {second} still reported")
-    written = [(f"k{i}", payload(i)) for i in range(10)] * 2  # each write's records, keys and bytes
-    assert sorted((r.partition_key, r.data) for r in read_stream(kinesis.client(), stream)) == sorted(written)
+    # Each write's records, keys and bytes.
+    assert sorted((r.partition_key, r.data) for r in read_stream(kinesis.client(), stream)) == sorted(rows * 2)
 
 
 DRIVER_KEY = "AKIADRIVERONLY000000"
