@@ -1,6 +1,6 @@
 package io.github.sparkkinesis
 
-/** The little JSON the facts resource (`Facts`, build code in jvm/src/facts) writes. */
+/** The little JSON `Facts` writes (build code: not in the jars). */
 private[sparkkinesis] object Json {
   def str(s: String): String = "\"" + s.flatMap {
     case '"'          => "\\\""
