@@ -102,10 +102,13 @@ def test_a_closing_producer_leaves_its_streams_other_producers_metrics(spark, ki
     def sources() -> set[str]:
         return {p.source for p in producer_snapshot(spark)} & {first, second}
 
-    write(5_000, 100)
-    write(3_600_000, 150)  # another configuration, while the first is alive: the suffixed source
-    assert sources() == {first, second}, "both producers alive, each with its source"
-    wait_for(lambda: sources() == {second}, 30, f"the first producer closed, {second} still reported")
+    # The first producer outlives the second write's start by its idle timeout, however slow the machine: the second
+    # configuration's producer is then made beside it and takes the suffixed name (which alone says both were alive;
+    # whether the first has closed by the time the second write returns does not matter).
+    write(15_000, 100)
+    write(3_600_000, 150)
+    assert second in sources(), "the second configuration's producer was made while the first was alive"
+    wait_for(lambda: sources() == {second}, 45, f"the first producer closed, {second} still reported")
     # Each write's records, keys and bytes.
     assert sorted((r.partition_key, r.data) for r in read_stream(kinesis.client(), stream)) == sorted(rows * 2)
 
