@@ -4,15 +4,19 @@ test's fault front, by stream. Consecutive runs with the same count of executors
 start once; a query's writers and daemons are its stream's own either way).
 
 Run through tests/probe.py. Config: runs (a list of {executors, entry, stream, input, checkpoint, metrics_dir, and
-optionally steady_s: a query that keeps writing for that long instead of the input's files}; runs that share an
-application share its metrics_dir, the first's), writer_options (the fault front's endpoint, no
-credentials on a command line), jars. Says RAN per run, with the executors registered, the micro-batches written and
-the writer's totals (``writer.metrics()`` or the progress's sink metrics) and how long the query ran; then DONE.
+optionally steady_s: a query that keeps writing until its written micro-batches after the first span that long,
+instead of the input's files}; runs that share an application share its metrics_dir, the first's), writer_options (the
+fault front's endpoint, no credentials on a command line), jars. Says RAN per run, with the executors registered, the
+micro-batches written, the writer's totals (``writer.metrics()`` or the progress's sink metrics) and how long the query
+ran (a steady run also the span of its written batches after the first and the longest gap between two of their
+starts); then DONE.
 """
 
 from __future__ import annotations
 
 import time
+from datetime import datetime
+from typing import Any
 
 import probe
 import spark_kinesis  # noqa: F401  (installs the foreach hook)
@@ -20,6 +24,24 @@ from helpers import poll, sink_totals
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import loopback_session_builder
+
+
+def writes(q: Any) -> list[float]:
+    """When each micro-batch that wrote rows started, in seconds (Spark's progress timestamps)."""
+    return [
+        datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
+        for p in q.recentProgress
+        if p["numInputRows"] > 0
+    ]
+
+
+def steady(starts: list[float]) -> list[float]:
+    """The writes after the first: its tasks start the executors' producers and daemons."""
+    return starts[1:]
+
+
+def span_s(starts: list[float]) -> float:
+    return starts[-1] - starts[0] if starts else 0.0
 
 
 def main() -> None:
@@ -65,13 +87,22 @@ def main() -> None:
                 q.awaitTermination()
             else:
                 q = w.trigger(processingTime="1 second").start()
-                q.awaitTermination(steady_s)
+                # However slow the machine, the query writes steadily for steady_s.
+                poll(
+                    f"{steady_s} s of steady writes",
+                    lambda q=q, s=steady_s: span_s(steady(writes(q))) >= s,
+                    4 * steady_s + 180,
+                )
                 q.stop()
             ran_s = round(time.monotonic() - started, 1)
-            batches = sum(1 for p in q.recentProgress if p["numInputRows"] > 0)
+            starts = writes(q)
             totals = writer.metrics() if run["entry"] == "foreach" else sink_totals(q)
             registered = sc.getExecutorMemoryStatus().size() - 1
-            said = {"executors": e, "registered": registered, "batches": batches, "totals": totals, "ran_s": ran_s}
+            said = {"executors": e, "registered": registered, "batches": len(starts), "totals": totals, "ran_s": ran_s}
+            if steady_s is not None:
+                after = steady(starts)
+                gaps = [b - a for a, b in zip(after, after[1:])]
+                said.update(span_s=round(span_s(after), 1), max_gap_s=round(max(gaps, default=0.0), 1))
             probe.say("RAN", said)
             if i + 1 == len(runs) or runs[i + 1]["executors"] != e:
                 spark.stop()
