@@ -31,8 +31,8 @@ ACTIONLINT := .cache/bin/actionlint
 
 # The tests `make test` leaves to `make test-extended` (one marker expression: `make test` runs its complement, so each
 # test runs in exactly one): fault scenarios, the class-path matrix (3 GB of platform jars), install paths, the
-# local-cluster fleets, and the jar of a line's later Scala.
-EXTENDED := faults or platforms or install or fleet or later_scala
+# local-cluster fleets, the jar of a line's later Scala, and the other variants of a scenario `make test` runs once.
+EXTENDED := faults or platforms or install or fleet or later_scala or variant
 # `make test-lines`: the README's first example on each of these pyspark releases (README's "Tested here" lists them).
 LINES_PYSPARK := 3.5.0 3.5.9 4.0.0 4.1.4 4.2.1 4.3.0
 LINES_KEEP ?= 1

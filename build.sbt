@@ -386,16 +386,18 @@ def bundleIntoPython(lines: ScopeFilter): Def.Initialize[Task[Seq[File]]] = Def.
 // between commands).
 lazy val jars = taskKey[Unit]("bundlePython, and every artifact published to the local Maven repository")
 
-// The lines whose unit tests `make test-extended` runs and `make test` does not: each line's Scalas after its first
-// (SparkLines.laterScalas: 3.5_2.13). Spark 3.5 on Scala 2.13 compiles the Spark 3.5 folder, which the 3.5_2.12 line
-// tests, and the Scala 2.13 one, which the Spark 4 line tests, so `make test` covers every source folder.
-lazy val extendedLines: Seq[ProjectReference] = SparkLines.laterScalas.map(l => LocalProject(l.id))
+// Whose unit tests `make test` runs: the KPL bundle's and the newest line's (Spark 4, Scala 2.13); `make test-extended`
+// runs the Spark 3.5 line's on its first Scala (2.12): the other Spark, the other Scala folder. `make test`'s Spark 3.5
+// leg runs that line's jar end to end. The third line, 3.5_2.13, compiles nothing those two do not (Spark 3.5's API, the
+// Scala 2.13 folder); its jar is built and run end to end (tests marked `later_scala`). `make unit` tests every line.
+lazy val unitTestProjects: Seq[ProjectReference] = Seq(kpl, spark4_213)
+lazy val extendedTestProjects: Seq[ProjectReference] = Seq(spark35_212)
 lazy val allProjects = inAggregates(LocalRootProject, includeRoot = false)
 lazy val allLines = inProjects(lineProjects.map(p => p: ProjectReference): _*)
-// `make test`'s Scala part: the unit tests of every project but extendedLines, and the benchmarks' compile (nothing
-// runs them in `make test`, and code that nothing builds rots).
-lazy val unitTests = taskKey[Unit]("The unit tests of every line but extendedLines, and the benchmarks' compile")
-lazy val extendedTests = taskKey[Unit]("The unit tests of the lines `make test` leaves to `make test-extended`")
+// `make test`'s Scala part: unitTestProjects' tests, and the benchmarks' compile (nothing runs them in `make test`, and
+// code that nothing builds rots).
+lazy val unitTests = taskKey[Unit]("The unit tests of unitTestProjects, and the benchmarks' compile")
+lazy val extendedTests = taskKey[Unit]("The unit tests of extendedTestProjects (make test-extended)")
 
 lazy val root = (project in file("."))
   .aggregate((kpl: ProjectReference) +: lineProjects.map(p => p: ProjectReference): _*)
@@ -408,10 +410,10 @@ lazy val root = (project in file("."))
       publishM2.all(ScopeFilter(allProjects)).value
     },
     unitTests := {
-      (Test / test).all(ScopeFilter(allProjects -- inProjects(extendedLines: _*))).value
+      (Test / test).all(ScopeFilter(inProjects(unitTestProjects: _*))).value
       (bench / Compile / compile).value
     },
-    extendedTests := (Test / test).all(ScopeFilter(inProjects(extendedLines: _*))).value
+    extendedTests := (Test / test).all(ScopeFilter(inProjects(extendedTestProjects: _*))).value
   )
 
 // Benchmarks (not aggregated, never published): JMH on the writer's hot path, and BareKplLoop, the same records pushed

@@ -47,11 +47,6 @@ object SparkLines {
   }
   val all: Seq[SparkLine] = Seq(spark35_212, spark35_213, spark4_213)
 
-  /** Each line's Scalas after its first (3.5_2.13): `make test` neither builds nor tests their jars, which `make jar`
-    * and `make test-extended` do (build.sbt's extendedLines; tests/test_lines.py applies the same rule to the facts).
-    */
-  val laterScalas: Seq[SparkLine] = all.filterNot(l => all.find(_.line == l.line).contains(l))
-
   /** The Spark lines, each with its Scala binary versions in order, as the facts resource's members (JSON; Python reads
     * them) and as the KPL bundle's `META-INF/spark-kinesis/lines.properties` (SparkLineCheck reads it).
     */

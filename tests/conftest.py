@@ -39,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: runs real Spark + KPL + embedded Kinesis")
     config.addinivalue_line("markers", "install: builds and installs artifacts (wheel, --packages)")
     config.addinivalue_line(
-        "markers", "later_scala: needs the jar of a line's later Scala (3.5_2.13), which make test does not build"
+        "markers", "later_scala: runs the jar of a line's later Scala (3.5_2.13); make test runs each line's first"
     )
     config.addinivalue_line("markers", "bad_input: one bad option, schema, row or environment and its error")
     config.addinivalue_line("markers", "faults: a fault scenario (throttling, outages, kills) with id accounting")
@@ -49,7 +49,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "fleet: applications on local-cluster started for their executor count (a JVM per executor)"
     )
-    config.addinivalue_line("markers", "every_line: also runs on the Spark 3.5 leg of `make test` (pyspark 3.5)")
+    config.addinivalue_line(
+        "markers",
+        "variant: another variant of a scenario make test runs once (the other entry point or aggregation mode, "
+        "credentials sources but static keys)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "every_line: also runs on the Spark 3.5 leg (pyspark 3.5): what the Spark line decides (the sink and "
+        "ForeachWriter APIs, progress, metrics, Connect, errors reaching Python), not the writer below them",
+    )
     config.addinivalue_line(
         "markers", "lines: `make test-lines` runs these on every pyspark release it lists, and `make test` does not"
     )

@@ -78,9 +78,11 @@ def rows_for(ids: Iterable[int], key: Callable[[int], str] = lambda i: f"user-{i
 ENTRIES = ["foreach", "format"]
 
 
-def entries(every_line: str | None = None) -> list[Any]:
-    """ENTRIES as pytest params; `every_line` names the one the Spark 3.5 leg runs too (its time is budgeted)."""
-    return [pytest.param(e, marks=pytest.mark.every_line) if e == every_line else e for e in ENTRIES]
+def entries(every_line: str | None = None, variant: str | None = None) -> list[Any]:
+    """ENTRIES as pytest params; `every_line` names the one the Spark 3.5 leg runs too, `variant` the one left to
+    `make test-extended` (both entries share the task writer below them; `make test` runs the scenario once)."""
+    marks = {every_line: pytest.mark.every_line, variant: pytest.mark.variant}
+    return [pytest.param(e, marks=marks[e]) if e in marks else e for e in ENTRIES]
 
 
 def attach(stream_writer: Any, writer: Any, entry: str) -> Any:

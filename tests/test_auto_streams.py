@@ -41,7 +41,7 @@ def keys_half_null(df):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("entry", entries(every_line="foreach"))
+@pytest.mark.parametrize("entry", entries(variant="foreach"))
 def test_auto_stream_gets_every_record_and_no_aggregate(spark, kinesis, kcl, front, stream, tmp_path, entry):
     front.set_distribution_strategy(stream, "AUTO")
     n = 3000

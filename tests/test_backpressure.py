@@ -8,6 +8,8 @@ from helpers import account, entries, rows_for, run_available_now, sampled_while
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import producer_snapshot, read_stream
 
+pytestmark = pytest.mark.spark35_leg  # line-independent: the bounds kept below both entry points
+
 QUEUE_LIMIT = 100
 
 
@@ -22,7 +24,7 @@ def csv_max(metrics_dir, stream: str, metric: str) -> float:
 
 @pytest.mark.localstack
 @pytest.mark.e2e
-@pytest.mark.parametrize("entry", entries(every_line="foreach"))
+@pytest.mark.parametrize("entry", entries())
 def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path, metrics_dir, entry):
     n = 4_000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)

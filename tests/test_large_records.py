@@ -92,7 +92,7 @@ MIXED_SIZES = {1: 100, 2: 1000, 3: 200_000, 4: MIB + 1, 5: 3 * MIB, 6: LIMIT - l
 # takes these 14 MiB at 1-2 MB/s (a minute of `make test`'s Spark 3.5 leg). For the same reason the 3 and 10 MiB
 # records go once, through `foreach`: after the row a record's path is the core both entries share, so `format`
 # proves its rows from 100 B to just over 1 MiB (one from the large-record burst) without 13 MiB more to the emulator.
-@pytest.mark.parametrize("entry", entries())
+@pytest.mark.parametrize("entry", entries(variant="foreach"))
 def test_mixed_sizes_up_to_10_mib_round_trip(spark, kinesis, front, stream, tmp_path, entry):
     raise_limit(front, stream)
     sizes = MIXED_SIZES if entry == "foreach" else {i: n for i, n in MIXED_SIZES.items() if n < 2 * MIB}
@@ -110,7 +110,7 @@ def test_mixed_sizes_up_to_10_mib_round_trip(spark, kinesis, front, stream, tmp_
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("entry", entries(every_line="foreach"))
+@pytest.mark.parametrize("entry", entries())
 def test_record_over_its_streams_limit_fails_fast_and_small_ones_arrive(spark, kinesis, front, stream, tmp_path, entry):
     """A stream left at 1 MiB: the batch holding a 2 MiB record fails at once with the size, the limit and the fix;
     the record never reaches Kinesis (no ValidationException to retry); the batches before it are all there."""
@@ -132,7 +132,6 @@ def test_record_over_its_streams_limit_fails_fast_and_small_ones_arrive(spark, k
 
 
 @pytest.mark.e2e
-@pytest.mark.every_line
 def test_stream_raised_mid_query_takes_large_records(spark, kinesis, front, stream, tmp_path):
     """UpdateMaxRecordSize while the query runs: the next 2 MiB records are written, no restart."""
     src_dir = tmp_path / "in"

@@ -59,8 +59,8 @@ def test_helper_prints_every_lines_coordinates() -> None:
 
 def _wrong_classpaths() -> list[Any]:
     """(case id, jar names) for every way the installed Spark can get the wrong line jar. A case with the jar of a
-    line's later Scala (3.5_2.13), which `make test` does not build (build.sbt's extendedLines), is marked
-    `later_scala`: `make test-extended` runs it."""
+    line's later Scala (3.5_2.13) is marked `later_scala`: `make test-extended` runs it, `make test` each line's first
+    Scala."""
     spark, scala = installed_spark()
     mvn = maven_version()
     right = coordinates(spark, scala).split(":")[1]

@@ -117,7 +117,7 @@ DRIVER_KEY = "AKIADRIVERONLY000000"
 
 
 @pytest.mark.e2e
-@pytest.mark.spark35_leg
+@pytest.mark.fleet
 def test_local_cluster_executors_unlike_their_driver_report_and_add_up(kinesis, stream, tmp_path):
     """local-cluster, credentials from the default chain: Kinesis does not know the driver's key (its environment, a
     laptop's in client mode), the executors' (spark.executorEnv, as IRSA gives a service account's pods) may write. The

@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import wait_for
+from helpers import entries, wait_for
 from pyspark.sql import functions as F
 from spark_kinesis import KinesisWriter
 from spark_kinesis_testkit.emulator import UserRecord, producer_snapshot, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import read_stream_kcl
 from spark_kinesis_testkit.ordering import Order, order_of
+
+pytestmark = pytest.mark.spark35_leg  # line-independent: the order kept below both entry points
 
 TASKS, KEYS_PER_TASK, PER_KEY = 4, 50, 200  # 40,000 records: each task owns 50 keys, 200 records each
 
@@ -110,7 +112,7 @@ def stream_once(spark: Any, directory: Path, checkpoint: Path, attach: Any) -> N
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("entry", [pytest.param("format", marks=pytest.mark.every_line), "foreach"])
+@pytest.mark.parametrize("entry", entries())
 def test_a_streaming_query_keeps_each_keys_order(spark, kinesis, kcl, front, stream, tmp_path, entry):
     """A micro-batch query, the same faults. format('kinesis') with order_by sorts shuffled input files (Spark sorts a
     streaming write's rows for the sink; a query itself may not sort a stream). foreach(ordered=True) keeps the order

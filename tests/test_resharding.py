@@ -101,10 +101,11 @@ def write_step(directory: Path, step: int) -> None:
 @pytest.mark.parametrize(
     "entry,aggregation,worker",
     [
-        pytest.param("foreach", "writer", False, marks=pytest.mark.every_line),
+        # `make test` runs each entry and each aggregation once; the other two pairs are `make test-extended`'s.
         ("format", "writer", True),  # the KCL worker once: its JVM and DynamoDB cost ~15 s, the stream is the same kind
         ("foreach", "kpl", False),
-        ("format", "kpl", False),
+        pytest.param("foreach", "writer", False, marks=pytest.mark.variant),
+        pytest.param("format", "kpl", False, marks=pytest.mark.variant),
     ],
 )
 def test_reshards_racing_every_map_lose_nothing_to_a_kcl_consumer(

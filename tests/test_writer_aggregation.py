@@ -20,6 +20,8 @@ from spark_kinesis_testkit.emulator import hash_key, read_stream
 from spark_kinesis_testkit.faults import FaultFront
 from spark_kinesis_testkit.kcl import read_stream_kcl
 
+pytestmark = pytest.mark.spark35_leg  # line-independent: the aggregates made below both entry points
+
 
 def writer_for(kinesis: Any, stream: str, endpoint: str | None = None) -> KinesisWriter:
     return KinesisWriter(stream_name=stream, aggregation="writer", **kinesis.writer_options(endpoint))
@@ -37,7 +39,7 @@ def assert_placed_by_key(client: Any, stream: str, records: list[Any]) -> None:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("entry", entries(every_line="foreach"))
+@pytest.mark.parametrize("entry", entries())
 def test_writer_aggregates_place_every_record_in_the_shard_its_key_names(spark, kinesis, kcl, stream, tmp_path, entry):
     n = 20000
     rng = random.Random(7)
