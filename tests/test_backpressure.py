@@ -24,7 +24,7 @@ def csv_max(metrics_dir, stream: str, metric: str) -> float:
 
 @pytest.mark.localstack
 @pytest.mark.e2e
-@pytest.mark.parametrize("entry", entries())
+@pytest.mark.parametrize("entry", entries(variant="foreach"))
 def test_queue_limit_bounds_outstanding_records(spark, kinesis, stream, tmp_path, metrics_dir, entry):
     n = 4_000
     write_input(tmp_path / "in", rows_for(range(n)), files=2)

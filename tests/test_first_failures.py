@@ -183,7 +183,7 @@ def _delivered_each(kinesis: Any, stream: str, ids: range) -> list[Any]:
 
 @pytest.mark.spark35_leg  # line-independent: the checks, the trust, the refusals; where `make test` has room
 @pytest.mark.e2e
-@pytest.mark.parametrize("aggregation", ["writer", "kpl"])
+@pytest.mark.parametrize("aggregation", ["writer", pytest.param("kpl", marks=pytest.mark.variant)])
 @pytest.mark.parametrize("case", ["reads-denied", "private-ca"])
 def test_what_the_docs_recommend_starts_and_delivers(
     spark: Any, kinesis: Any, stream: str, tmp_path: Path, front: Any, case: str, aggregation: str

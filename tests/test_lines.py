@@ -59,8 +59,8 @@ def test_helper_prints_every_lines_coordinates() -> None:
 
 def _wrong_classpaths() -> list[Any]:
     """(case id, jar names) for every way the installed Spark can get the wrong line jar. A case with the jar of a
-    line's later Scala (3.5_2.13) is marked `later_scala`: `make test-extended` runs it, `make test` each line's first
-    Scala."""
+    line's later Scala (3.5_2.13) is marked `later_scala`, and the two line jars at once `variant` (a variant of the
+    wrong class path): `make test-extended` runs them, `make test` one wrong jar of each line's first Scala."""
     spark, scala = installed_spark()
     mvn = maven_version()
     right = coordinates(spark, scala).split(":")[1]
@@ -69,13 +69,17 @@ def _wrong_classpaths() -> list[Any]:
         f"spark-kinesis-{ln}_{sc}" for ln, scs in lines().items() for sc in scs if f"spark-kinesis-{ln}_{sc}" != right
     ]
     second = next((o for o in others if o not in later), others[0])
+
+    def variant(artifacts: list[str]) -> list[Any]:
+        return [pytest.mark.variant] if len(artifacts) > 1 else []
+
     cases = [(other, [other]) for other in others] + [("two-line-jars", [right, second])]
     return [
         pytest.param(
             case,
             [f"spark-kinesis-kpl-{mvn}.jar", *(f"{a}-{mvn}.jar" for a in artifacts)],
             id=case,
-            marks=[pytest.mark.later_scala] if later.intersection(artifacts) else [],
+            marks=[pytest.mark.later_scala] if later.intersection(artifacts) else variant(artifacts),
         )
         for case, artifacts in cases
     ]

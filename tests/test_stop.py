@@ -44,6 +44,7 @@ N = 2000
 QUEUE_LIMIT = 50
 
 
+@pytest.mark.faults  # a killed task, a stopped query: make test-extended, with the other fault scenarios
 @pytest.mark.e2e
 @pytest.mark.parametrize(
     "cases",

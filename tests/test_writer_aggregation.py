@@ -39,7 +39,7 @@ def assert_placed_by_key(client: Any, stream: str, records: list[Any]) -> None:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("entry", entries())
+@pytest.mark.parametrize("entry", entries(variant="foreach"))
 def test_writer_aggregates_place_every_record_in_the_shard_its_key_names(spark, kinesis, kcl, stream, tmp_path, entry):
     n = 20000
     rng = random.Random(7)
