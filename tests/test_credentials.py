@@ -52,7 +52,6 @@ def _results(results: list[ProbeResult]) -> tuple[dict[str, tuple[str, float, st
 @pytest.mark.localstack
 @pytest.mark.e2e
 @pytest.mark.variant  # the other sources than the static keys every test of make test signs with
-@pytest.mark.spark35_leg  # line-independent (the KPL and the SDK live in the bundle)
 def test_every_credentials_source_end_to_end(kinesis, tmp_path):
     env_base = {k: v for k, v in probe_env().items() if not k.startswith("AWS_")}
     env_base.update(AWS_EC2_METADATA_DISABLED="true", AWS_REGION=REGION)
