@@ -69,10 +69,13 @@ test-lines: emulator jar ## README's first example on every pyspark of LINES_PYS
 	  [ "$(LINES_KEEP)" = 1 ] || rm -rf .cache/lines/pyspark-$$v; \
 	done; exit $$status
 
+# As the legs' venvs are made (uv, pyspark's wheel stored), with the release the target names.
 .cache/lines/pyspark-%/.stamp: requirements-test.txt python/pyproject.toml testkit/pyproject.toml
 	rm -rf $(@D) && $(PYTHON) -m venv $(@D)
-	$(@D)/bin/python -m pip install -q --no-compile pyspark==$* -r requirements-test.txt
-	$(@D)/bin/python -m pip install -q --no-deps -e python -e testkit
+	$(@D)/bin/python -m pip install -q $(UV)
+	$(@D)/bin/uv pip install -q --python $(@D)/bin/python --config-settings=--build-option=--compression=stored \
+	  pyspark==$* -r requirements-test.txt
+	$(@D)/bin/uv pip install -q --python $(@D)/bin/python --no-deps -e python -e testkit
 	touch $@
 
 test-localstack: venv emulator kcl jar ## the tests marked localstack on LocalStack (a Docker engine, started if need be)
