@@ -51,8 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "variant: another variant of a scenario make test runs once (the other entry point or aggregation mode, "
-        "credentials sources but static keys)",
+        "variant: another variant of a scenario make test runs once (the other entry point or aggregation mode, two "
+        "line jars at once, the credentials sources but static keys)",
     )
     config.addinivalue_line(
         "markers",
