@@ -16,8 +16,10 @@ export AWS_EC2_METADATA_DISABLED := true
 unexport PYTHONDONTWRITEBYTECODE
 # Maven's short-lived JVMs exit before C2's work pays for itself.
 MVN := MAVEN_OPTS="$$MAVEN_OPTS -XX:TieredStopAtLevel=1" mvn -B -q
-# uv, not pip: the venvs are made beside the JVM build, and uv spends less of the two cores.
+# uv, not pip: the venvs are made beside the JVM build, and uv spends less of the two cores. UV_PIP installs into the
+# venv of the target it runs for.
 UV := uv==0.13.9
+UV_PIP = $(@D)/bin/uv pip install -q --python $(@D)/bin/python
 
 JVM_SOURCES := $(shell find jvm/src/main jvm/src/facts jvm/kpl/src -type f 2>/dev/null) build.sbt \
 	$(wildcard project/*.sbt project/*.scala) project/build.properties python/spark_kinesis/_version.py LICENSE NOTICE
@@ -73,9 +75,8 @@ test-lines: emulator jar ## README's first example on every pyspark of LINES_PYS
 .cache/lines/pyspark-%/.stamp: requirements-test.txt python/pyproject.toml testkit/pyproject.toml
 	rm -rf $(@D) && $(PYTHON) -m venv $(@D)
 	$(@D)/bin/python -m pip install -q $(UV)
-	$(@D)/bin/uv pip install -q --python $(@D)/bin/python --config-settings=--build-option=--compression=stored \
-	  pyspark==$* -r requirements-test.txt
-	$(@D)/bin/uv pip install -q --python $(@D)/bin/python --no-deps -e python -e testkit
+	$(UV_PIP) --config-settings=--build-option=--compression=stored pyspark==$* -r requirements-test.txt
+	$(UV_PIP) --no-deps -e python -e testkit
 	touch $@
 
 test-localstack: venv emulator kcl jar ## the tests marked localstack on LocalStack (a Docker engine, started if need be)
@@ -136,8 +137,8 @@ venv35: .venv-spark3.5/.stamp
 .venv/.stamp .venv-spark3.5/.stamp:
 	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
 	$(@D)/bin/python -m pip install -q $(UV)
-	$(@D)/bin/uv pip install -q --python $(@D)/bin/python --config-settings=--build-option=--compression=stored -r $<
-	$(@D)/bin/uv pip install -q --python $(@D)/bin/python --no-deps -e python -e testkit
+	$(UV_PIP) --config-settings=--build-option=--compression=stored -r $<
+	$(UV_PIP) --no-deps -e python -e testkit
 	touch $@
 
 # Each venv's class-data-sharing archive of what a Spark session loads at start (testkit's class_archive.py); a leg
