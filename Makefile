@@ -35,8 +35,10 @@ ACTIONLINT := .cache/bin/actionlint
 # test runs in exactly one): fault scenarios, the class-path matrix (3 GB of platform jars), install paths, the
 # local-cluster fleets, the jar of a line's later Scala, and the other variants of a scenario `make test` runs once.
 EXTENDED := faults or platforms or install or fleet or later_scala or variant
-# `make test-lines`: the README's first example on each of these pyspark releases (README's "Tested here" lists them).
+# The README's first example runs on each of these pyspark releases (README's "Tested here" lists them): `make test`'s
+# legs run it on theirs (the venvs' pins), `make test-lines` on the others, a venv each.
 LINES_PYSPARK := 3.5.0 3.5.9 4.0.0 4.1.4 4.2.1 4.3.0
+LEGS_PYSPARK := $(shell sed -n 's/^pyspark==//p' requirements-dev.txt requirements-spark3.5.txt)
 LINES_KEEP ?= 1
 
 .PHONY: help test test-extended test-lines test-localstack unit pytest setup demo soak chaos bench bench-scale \
@@ -54,8 +56,7 @@ test: ## Scala unit tests + e2e tests on Spark 4 and 3.5, but test-extended's (w
 
 test-extended: ## what make test leaves out: faults, class-path matrix, install paths, fleets, later Scalas
 	$(MAKE) -j4 --no-print-directory setup platform-jars jar
-	$(SBT) extendedTests </dev/null
-	$(PY) tools/legs.py -m "$(EXTENDED)" --suffix=-extended -- $(PYTEST_ARGS)
+	$(PY) tools/legs.py -m "$(EXTENDED)" --suffix=-extended --beside "$(SBT) extendedTests" -- $(PYTEST_ARGS)
 
 unit: ## the Scala unit tests of every line
 	$(SBT) test </dev/null
@@ -63,8 +64,8 @@ unit: ## the Scala unit tests of every line
 pytest: setup platform-jars jar ## every e2e test on Spark 4 alone (PYTEST_ARGS="-k ..." to pick)
 	$(PY) -m pytest tests -m "not lines" $(PYTEST_ARGS)
 
-test-lines: emulator jar ## README's first example on every pyspark of LINES_PYSPARK, a venv each (~10 min)
-	@status=0; for v in $(LINES_PYSPARK); do \
+test-lines: emulator jar ## README's first example on the pyspark releases the legs do not run, a venv each
+	@status=0; for v in $(filter-out $(LEGS_PYSPARK),$(LINES_PYSPARK)); do \
 	  $(MAKE) --no-print-directory .cache/lines/pyspark-$$v/.stamp && \
 	  JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 .cache/lines/pyspark-$$v/bin/python -m pytest tests/test_readme.py -m lines \
 	    --junitxml=.cache/reports/junit-lines-$$v.xml $(PYTEST_ARGS) || status=1; \

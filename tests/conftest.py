@@ -60,7 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "ForeachWriter APIs, progress, metrics, Connect, errors reaching Python), not the writer below them",
     )
     config.addinivalue_line(
-        "markers", "lines: `make test-lines` runs these on every pyspark release it lists, and `make test` does not"
+        "markers",
+        "lines: the README's first example: `make test-lines` runs it on the pyspark releases the legs do not, the "
+        "Spark 3.5 leg as every_line (the Spark 4 leg runs the README whole)",
     )
     config.addinivalue_line(
         "markers",

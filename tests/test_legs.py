@@ -70,7 +70,8 @@ def test_each_leg_adds_the_marker_expression_and_the_reports_take_the_suffix() -
         "-k",
         "x",
     ]
-    assert "(every_line or spark35_leg) and not lines and (not (faults))" in by_name["spark3.5"].argv
+    assert "not spark35_leg and not lines and (not (faults))" in by_name["spark4"].argv
+    assert "(every_line or spark35_leg) and (not (faults))" in by_name["spark3.5"].argv
     assert by_name["sbt"].argv == ["build/sbt", "unitTests"] and by_name["sbt"].nice == 10
 
 
@@ -86,4 +87,5 @@ def test_the_makefiles_calls_parse() -> None:
     calls = [shlex.split(line)[2:] for line in dry.splitlines() if "tools/legs.py" in line]
     parsed = [legs.parse(argv) for argv in calls]
     assert [a.suffix for a in parsed] == ["", "-extended"]
+    assert [a.beside for a in parsed] == ["build/sbt unitTests", "build/sbt extendedTests"]
     assert all(a.pytest_args == ["-p", "no:cacheprovider"] for a in parsed)
