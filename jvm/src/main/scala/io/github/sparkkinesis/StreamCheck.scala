@@ -126,17 +126,16 @@ private[sparkkinesis] object StreamCheck {
       case e: KinesisException if PermanentErrors.isPermanent(code(e)) =>
         throw new IllegalArgumentException(s"${PermanentErrors.describe(code(e), where, message(e))} $DriverHint", e)
       case e: SdkClientException if untrusted(e) =>
-        throw new IllegalArgumentException(untrustedMessage(config, metadata, where), e)
+        throw new IllegalArgumentException(untrustedMessage(metadata, where), e)
       case e: SdkClientException if causes(e).exists(_.isInstanceOf[SSLPeerUnverifiedException]) =>
         throw new IllegalArgumentException(
-          s"The certificate Kinesis presented at ${url(config)} for $where does not name the endpoint's host " +
+          s"The certificate Kinesis presented for $where does not name the endpoint's host " +
             s"(${cause(e)}): set endpoint to a host name the certificate holds. $DriverHint",
           e
         )
       case e: SdkClientException if unreachable(e) =>
         throw new IllegalArgumentException(
-          s"Kinesis did not answer at ${config.endpoint.fold("the region's endpoint")(_.toString)} (region " +
-            s"${config.region.getOrElse("<default>")}) within ${TimeoutMs / 1000} s for $where: ${cause(e)}. Check " +
+          s"Kinesis did not answer within ${TimeoutMs / 1000} s for $where: ${cause(e)}. Check " +
             s"endpoint and region, and that the driver reaches Kinesis (proxy, VPC endpoint). $DriverHint",
           e
         )
@@ -163,14 +162,11 @@ private[sparkkinesis] object StreamCheck {
   }
 
   /** "https://host:port", or the region's endpoint. */
-  private def url(config: ProducerConfig): String =
-    config.endpoint.fold(s"the Kinesis endpoint of region ${config.region.getOrElse("<default>")}")(_.toString)
-
-  private def untrustedMessage(config: ProducerConfig, metadata: SdkStreamMetadata, where: String): String = {
+  private def untrustedMessage(metadata: SdkStreamMetadata, where: String): String = {
     val presented = metadata.refusedCertificate.fold("a certificate") { c =>
       s"a certificate for ${c.getSubjectX500Principal.getName} issued by ${c.getIssuerX500Principal.getName}"
     }
-    s"Kinesis at ${url(config)} ($where) presented $presented, which neither the writer nor its KPL daemon trusts " +
+    s"Kinesis presented $presented for $where, which neither the writer nor its KPL daemon trusts " +
       s"(they trust ${metadata.trust.sources}). Set kpl.CaCertFile to a PEM file holding the certificate of the CA " +
       "that issued it (kpl.CaCertPath for a directory of them), on every host that runs the writer; for a test " +
       s"endpoint only, kpl.VerifyCertificate=false. $DriverHint"
