@@ -174,7 +174,6 @@ STEADY_INTERVAL_MS, STEADY_S = (int(x) for x in os.environ.get("STEADY", "15000,
 
 @pytest.mark.e2e
 @pytest.mark.fleet
-@pytest.mark.spark35_leg  # line-independent (the reads and where they run)
 def test_steady_control_plane_calls_do_not_grow_with_executors(kinesis, stream, tmp_path):
     """A query that keeps writing for three of `DescribeStreamSummaryIntervalMs` (15 s here), counted from its first
     written batch, on 2 and then 4 executor JVMs: the driver re-reads the stream for its executors (at the first write

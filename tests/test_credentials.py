@@ -49,7 +49,6 @@ def _results(results: list[ProbeResult]) -> tuple[dict[str, tuple[str, float, st
     return cases, [scan for r in results for scan in r.all("CMDLINE")]
 
 
-@pytest.mark.localstack
 @pytest.mark.e2e
 @pytest.mark.variant  # the other sources than the static keys every test of make test signs with
 def test_every_credentials_source_end_to_end(kinesis, tmp_path):

@@ -29,6 +29,8 @@ from spark_kinesis_testkit.emulator import (
 )
 from spark_kinesis_testkit.faults import FaultFront
 
+pytestmark = pytest.mark.spark35_leg  # line-independent: the records' sizes kept below both entry points
+
 MIB = 1024 * 1024
 LIMIT = 10 * MIB
 # The emulator takes about a second per MiB: generous timeouts, so a 10 MiB PutRecords is never timed out and re-sent.

@@ -26,6 +26,8 @@ from spark_kinesis_testkit.kcl import read_stream_kcl
 from spark_kinesis_testkit.kcl_worker import KclWorker
 from spark_kinesis_testkit.moto_server import MotoServer
 
+pytestmark = pytest.mark.spark35_leg  # line-independent: the maps kept below both entry points
+
 #: A split of one shard, a merge of two, UpdateShardCount to 8 and back to 4, in this order, on a 4-shard stream.
 EVENTS = ("split", "merge", "up", "down")
 PER_STEP = 1200  # ids written per step: enough aggregates per shard that a split child gets ones it does not hold
