@@ -161,7 +161,6 @@ private[sparkkinesis] object StreamCheck {
     )
   }
 
-  /** "https://host:port", or the region's endpoint. */
   private def untrustedMessage(metadata: SdkStreamMetadata, where: String): String = {
     val presented = metadata.refusedCertificate.fold("a certificate") { c =>
       s"a certificate for ${c.getSubjectX500Principal.getName} issued by ${c.getIssuerX500Principal.getName}"
